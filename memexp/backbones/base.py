@@ -1,0 +1,163 @@
+"""The native memory interface: what every backbone offers to the methods.
+
+Methods talk only to `Backbone`, `State`, `Channel`, `Observer` and `Tokenizer`. A backbone
+processes one sequence at a time (batch 1): ids are 1-D LongTensors or lists of ints.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import torch
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One addressable recurrent channel: a GDN key head, a Mamba-2 B/C group."""
+
+    layer: int  # model layer index (0-based, counting every layer of the model)
+    head: int  # head (GDN) or group (Mamba-2) within that layer
+    d_k: int  # key / query width of the channel
+
+
+class Observer(Protocol):
+    """Receives native features chunk by chunk during `Backbone.forward`.
+
+    Called once per recurrent layer per processed chunk, in layer order within a chunk and
+    chunk order within the forward call. `start` is the offset of the chunk's first token
+    inside the ids of the current `forward` call. `keys` and `queries` are [T, H, d_k],
+    L2-normalised exactly as they enter the recurrence (after short conv, activation and
+    L2 norm), in the backbone's compute dtype; `H` are the channels of that layer in
+    `Backbone.channels` order. Nothing may keep them beyond what the observer reduces.
+    """
+
+    def __call__(self, layer: int, start: int, keys: torch.Tensor, queries: torch.Tensor) -> None: ...
+
+
+class State(ABC):
+    """Everything a backbone retains after reading a prefix: recurrent and conv states,
+    KV caches, the position counter. Mutated in place by `Backbone.forward`."""
+
+    position: int  # tokens processed so far; attention positions continue from here
+
+    @abstractmethod
+    def clone(self) -> "State":
+        """A deep copy: every tensor, window, cache and counter; branches never share storage."""
+
+    @abstractmethod
+    def nbytes(self) -> int:
+        """Bytes held by the state's tensors."""
+
+    @abstractmethod
+    def scale_recurrent(self, lam: float) -> None:
+        """Multiply the recurrent (memory) state by `lam` in place; conv windows, KV caches
+        and positions are kept. lam = 0 is the clean-start reset used for Mamba-2."""
+
+
+class Tokenizer(ABC):
+    """Narrow tokenizer interface: ids are plain Python ints."""
+
+    bos_id: int | None
+    eos_id: int | None
+
+    @abstractmethod
+    def encode(self, text: str, add_bos: bool = False) -> list[int]: ...
+
+    @abstractmethod
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    @property
+    def stop_ids(self) -> list[int]:
+        """Token ids that end greedy generation by default."""
+        return [self.eos_id] if self.eos_id is not None else []
+
+
+class Backbone(ABC):
+    """A pretrained model behind the native memory interface (batch size 1)."""
+
+    name: str
+    tokenizer: Tokenizer
+    channels: list[Channel]
+    device: torch.device
+    dtype: torch.dtype  # compute dtype of weights/activations; recurrent states are fp32
+
+    @abstractmethod
+    def init_state(self) -> State:
+        """The state before any token (position 0)."""
+
+    @abstractmethod
+    def forward(self, state: State, ids, observer: Observer | None = None) -> torch.Tensor:
+        """Advance `state` in place over `ids` (any length >= 1, processed in bounded chunks)
+        and return the fp32 logits [vocab] at the last position.
+
+        Continuation is exact: forward(s, A); forward(s, B) equals forward(s, A + B)."""
+
+    @torch.no_grad()
+    def generate(
+        self,
+        state: State,
+        ids,
+        max_new_tokens: int,
+        stop: Sequence[int] | None = None,
+    ) -> list[int]:
+        """Greedy decoding from `state` after feeding `ids`; returns the generated ids
+        (including a stop id if one was produced). `stop=None` means the tokenizer's stop
+        ids; `stop=[]` disables stopping. The state is advanced over `ids` and every
+        generated token but the last."""
+        stop_set = set(self.tokenizer.stop_ids if stop is None else stop)
+        logits = self.forward(state, ids)
+        out: list[int] = []
+        for i in range(max_new_tokens):
+            nxt = int(torch.argmax(logits))
+            out.append(nxt)
+            if nxt in stop_set or i == max_new_tokens - 1:
+                break
+            logits = self.forward(state, [nxt])
+        return out
+
+    @abstractmethod
+    def flops_per_token(self) -> dict[str, float]:
+        """Analytical forward FLOPs per token: {'backbone': ..., 'lm_head': ...} (App. C.6)."""
+
+    @abstractmethod
+    def state_bytes(self) -> dict[str, int]:
+        """Persistent state bytes per sequence: {'recurrent': ..., 'conv': ..., 'kv': ...}."""
+
+
+def as_ids(ids, device: torch.device | None = None) -> torch.Tensor:
+    """Accept a list of ints or a tensor of any integer dtype; return a 1-D int64 tensor."""
+    t = ids if isinstance(ids, torch.Tensor) else torch.tensor(list(ids), dtype=torch.long)
+    t = t.reshape(-1).to(dtype=torch.long)
+    return t if device is None else t.to(device)
+
+
+class Stopwatch:
+    """Accumulates wall seconds per named stage; synchronises CUDA so GPU time is counted."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def stage(self, name: str) -> "_Stage":
+        return _Stage(self, name)
+
+
+class _Stage:
+    def __init__(self, watch: Stopwatch, name: str) -> None:
+        self.watch, self.name = watch, name
+
+    def __enter__(self) -> None:
+        _sync()
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc) -> None:
+        _sync()
+        dt = time.perf_counter() - self.t0
+        self.watch.seconds[self.name] = self.watch.seconds.get(self.name, 0.0) + dt
+
+
+def _sync() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()

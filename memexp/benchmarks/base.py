@@ -1,0 +1,65 @@
+"""What a benchmark yields and how it is scored.
+
+A benchmark is data: examples made of one context and one or more questions. The runner
+reads each context once and answers every question from a copy of the retained state.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from memexp.backbones.base import Tokenizer
+
+
+@dataclass
+class Question:
+    """One question about an example's context.
+
+    `prompt` is the text the model reads after the context (question and answer prefix);
+    `prediction = postprocess(generated text)` is scored against `references` with `metric`.
+    """
+
+    id: str
+    prompt: str
+    references: list[str]
+    metric: str
+    max_new_tokens: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Example:
+    """A context and its questions. `length` is the benchmark's length bucket (RULER's
+    target length in tokens, LongBench's '0-4k'... bucket), the column of the summary table."""
+
+    id: str
+    task: str
+    length: int | str
+    context: str
+    questions: list[Question]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Benchmark(ABC):
+    """Yields examples for a tokenizer and scores predictions with the official metric."""
+
+    name: str
+
+    @abstractmethod
+    def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
+        """All examples of the configured tasks and lengths, in a fixed order."""
+
+    @abstractmethod
+    def score(self, prediction: str, question: Question) -> float:
+        """Score of one prediction in [0, 100] (the papers' scale)."""
+
+    def postprocess(self, generated: str, question: Question) -> str:
+        """Turn the generated text into the prediction that is scored."""
+        return generated
+
+    def aggregate(self, records: list[dict]) -> dict[str, float]:
+        """Extra summary rows beyond the per task x length means (categories, overall
+        macro averages); keys are metric names, values in [0, 100]."""
+        return {}

@@ -1,0 +1,31 @@
+"""Plain: read the context, then the question, then generate greedily."""
+
+from __future__ import annotations
+
+from memexp.backbones.base import Backbone, Stopwatch
+from memexp.benchmarks.base import Question
+from memexp.config import PlainConfig
+from memexp.methods.base import Answer, Memory, Method
+
+
+class Plain(Method):
+    name = "plain"
+
+    def __init__(self, cfg: PlainConfig | None = None) -> None:
+        self.cfg = cfg or PlainConfig()
+
+    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory:
+        watch = Stopwatch()
+        state = backbone.init_state()
+        with watch.stage("prefill"):
+            if context_ids:
+                backbone.forward(state, context_ids)
+        return Memory(state=state, context_len=len(context_ids), seconds=watch.seconds)
+
+    def answer(self, backbone: Backbone, memory: Memory, question_ids: list[int], question: Question,
+               stop: list[int] | None = None) -> Answer:
+        watch = Stopwatch()
+        state = memory.state.clone()
+        with watch.stage("generate"):
+            ids = backbone.generate(state, question_ids, question.max_new_tokens, stop)
+        return Answer(ids=ids, seconds=watch.seconds, tokens={"question": len(question_ids), "generated": len(ids)})
