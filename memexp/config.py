@@ -7,6 +7,7 @@ raises `ConfigError` with one line naming the field and what is allowed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
@@ -20,6 +21,16 @@ class ConfigError(ValueError):
 def _choice(path: str, value: Any, allowed: tuple) -> None:
     if value not in allowed:
         raise ConfigError(f"{path}={value!r}: allowed values are {', '.join(map(str, allowed))}")
+
+
+def _looks_like_path(value: str) -> bool:
+    return value.startswith(("/", "./", "../", "~"))
+
+
+def _existing_path(path: str, value: Optional[str]) -> None:
+    """Local paths must exist; hub ids (org/name) are checked when the model loads."""
+    if value is not None and _looks_like_path(value) and not Path(value).expanduser().exists():
+        raise ConfigError(f"{path}={value!r}: no such file or directory")
 
 
 def _at_least(path: str, value: Any, low: float, kind: str = "an integer") -> None:
@@ -53,6 +64,9 @@ class BackboneConfig:
         _at_least("backbone.prefill_chunk", self.prefill_chunk, 1)
         if self.window is not None:
             _at_least("backbone.window", self.window, 1)
+        _existing_path("backbone.pretrained", self.pretrained)
+        if self.tokenizer != "byte":
+            _existing_path("backbone.tokenizer", self.tokenizer)
         if self.pretrained is None and not self.model:
             raise ConfigError(
                 "backbone.pretrained is missing: give a hub id or local directory "
@@ -165,6 +179,8 @@ class RulerConfig(BenchConfig):
         for n in self.lengths:
             _at_least("bench.lengths", n, 64)
         _at_least("bench.num_samples", self.num_samples, 1)
+        if self.essay_path is not None and not Path(self.essay_path).expanduser().exists():
+            raise ConfigError(f"bench.essay_path={self.essay_path!r}: no such file")
         if self.max_new_tokens is not None:
             _at_least("bench.max_new_tokens", self.max_new_tokens, 1)
 

@@ -1,0 +1,29 @@
+# memexp — `make help` lists the targets.
+PYTHON ?= python
+# A machine without a GPU gets the CPU build of torch first; a GPU machine keeps (or gets) its CUDA build.
+TORCH_CPU ?= torch==2.13.0
+
+.PHONY: help install run test test-fast bench lint
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-10s %s\n", $$1, $$2}'
+
+install: ## install memexp with its test tools (CPU torch where there is no GPU)
+	@if ! command -v nvidia-smi >/dev/null 2>&1 && ! $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
+		$(PYTHON) -m pip install "$(TORCH_CPU)"; fi
+	$(PYTHON) -m pip install -e ".[dev]"
+
+run: ## the quick-start run on the embedded default (tiny GDN, generated RULER)
+	$(PYTHON) -m memexp run
+
+test: ## the whole CPU test suite, offline (what CI runs)
+	$(PYTHON) -m pytest -q -m "not gpu"
+
+test-fast: ## the test suite without tests marked slow
+	$(PYTHON) -m pytest -q -m "not gpu and not slow"
+
+bench: ## measured figures: prefill, NoteBank vs Plain, routing, read-once (see docs/benchmarks.md)
+	$(PYTHON) scripts/bench_all.py
+
+lint: ## ruff
+	$(PYTHON) -m ruff check memexp kernels tests scripts

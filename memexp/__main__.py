@@ -1,0 +1,104 @@
+"""memexp command line: python -m memexp <command> [hydra overrides...]
+
+  run      run (or resume) backbone x method x bench; -m for a multirun sweep
+  ls       list the options of every config group
+  cost     analytical FLOPs and persistent storage of a configuration (App. C.6/C.7)
+  latency  measured Plain vs NoteBank latency and peak memory (App. C.5)
+  data     download and cache a benchmark's data for offline runs
+"""
+
+from __future__ import annotations
+
+import sys
+
+from memexp.config import ConfigError
+
+USAGE = __doc__
+
+
+def _ls(argv: list[str]) -> int:
+    from memexp.app import GROUPS, group_options
+
+    for group in GROUPS:
+        print(f"{group}: {', '.join(group_options(group)) or '(none)'}")
+    return 0
+
+
+def _pop_flag(argv: list[str], flag: str) -> bool:
+    if flag in argv:
+        argv.remove(flag)
+        return True
+    return False
+
+
+def _pop_int(argv: list[str], key: str, default: int) -> int:
+    for a in list(argv):
+        if a.startswith(key + "="):
+            argv.remove(a)
+            value = a.split("=", 1)[1]
+            try:
+                return int(float(value))
+            except ValueError:
+                raise ConfigError(f"{key}={value!r}: must be an integer") from None
+    return default
+
+
+def _cost(argv: list[str]) -> int:
+    import json
+
+    from memexp.app import load_config
+    from memexp.costs import cost_report, format_cost_table
+
+    as_json = _pop_flag(argv, "--json")
+    length = _pop_int(argv, "length", 1_048_576)
+    question = _pop_int(argv, "question_tokens", 64)
+    output = _pop_int(argv, "output_tokens", 32)
+    cfg = load_config(argv)
+    report = cost_report(cfg, length=length, question_tokens=question, output_tokens=output)
+    print(json.dumps(report, indent=2) if as_json else format_cost_table(report))
+    return 0
+
+
+def _latency(argv: list[str]) -> int:
+    from memexp.latency import main as latency_main
+
+    return latency_main(argv)
+
+
+def _data(argv: list[str]) -> int:
+    from memexp.app import load_config
+    from memexp.data import download
+
+    cfg = load_config(argv)
+    path = download(cfg.bench)
+    print(f"[memexp] {cfg.bench.name} cached at {path}")
+    return 0
+
+
+def _run(argv: list[str]) -> int:
+    from memexp.app import hydra_run
+
+    return hydra_run(argv)
+
+
+COMMANDS = {"run": _run, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"memexp: unknown command {command!r}; allowed commands are {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    try:
+        return COMMANDS[command](rest)
+    except ConfigError as e:
+        print(f"memexp: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

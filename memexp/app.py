@@ -1,0 +1,131 @@
+"""Hydra composition: the `run` app, and composing + validating a config before anything loads.
+
+Every job of a command line (each point of a multirun sweep too) is composed and validated
+up front, so a wrong value stops the command with one line before any model loads.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from memexp.config import ConfigError, RunConfig, validate
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+GROUPS = ("backbone", "method", "bench", "logger", "experiment", "hydra/launcher")
+
+
+def group_options(group: str) -> list[str]:
+    d = CONF_DIR / group
+    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+
+
+_FIELD_OVERRIDE = re.compile(r"^(backbone|method|bench|logger)\.[A-Za-z_][\w.]*=")
+
+
+def schema_overrides(overrides: list[str]) -> list[str]:
+    """Let `group.field=value` set any schema field, also one its YAML leaves at the default
+    (`++` adds or overrides); `validate` then rejects fields the schema does not have."""
+    return ["++" + o if _FIELD_OVERRIDE.match(o) else o for o in overrides]
+
+
+def compose(overrides: list[str]) -> DictConfig:
+    """Compose conf/config.yaml with `overrides` (no sweeps), raising ConfigError."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return hydra_compose(config_name="config", overrides=schema_overrides(overrides))
+    except ConfigError:
+        raise
+    except Exception as e:
+        raise ConfigError(_hydra_message(e, overrides)) from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def load_config(overrides: list[str]) -> RunConfig:
+    return validate(compose(overrides))
+
+
+def sweep_jobs(overrides: list[str]) -> list[list[str]]:
+    """The override list of every job a multirun command line expands to."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as e:
+        raise ConfigError(_hydra_message(e, overrides)) from None
+    batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    return [job for batch in batches for job in batch]
+
+
+def preflight(overrides: list[str], multirun: bool) -> list[RunConfig]:
+    """Validate every job; ConfigError names the first bad field."""
+    user = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("hydra/")]
+    jobs = sweep_jobs(user) if multirun else [user]
+    return [load_config(job) for job in jobs]
+
+
+def _hydra_message(e: Exception, overrides: list[str]) -> str:
+    """One line from Hydra's multi-line composition errors."""
+    text = str(e)
+    m = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
+    if m:
+        group, option = m.group(1), m.group(2)
+        allowed = getattr(e, "options", None) or group_options(group)
+        return f"{group}={option}: allowed values are {', '.join(allowed)}"
+    m = re.search(r"Could not override '([^']+)'", text)
+    if m:
+        key = m.group(1)
+        return f"{key}: unknown field (to add a new key use +{key}=...; see `python -m memexp ls`)"
+    m = re.search(r"Could not (?:append|delete) to config\. An item is already at '([^']+)'", text)
+    if m:
+        return f"{m.group(1)}: already set; override it with {m.group(1)}=... (no +)"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
+    return first
+
+
+def hydra_run(argv: list[str]) -> int:
+    """`python -m memexp run [-m] overrides...` through Hydra (launchers, sweeps)."""
+    import hydra
+
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    overrides = [a for a in argv if not a.startswith("-")]
+    try:
+        preflight(overrides, multirun)
+    except ConfigError as e:
+        print(f"memexp: {e}", file=sys.stderr)
+        return 2
+
+    @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+    def _main(cfg: DictConfig) -> None:
+        from hydra.core.hydra_config import HydraConfig
+
+        from memexp.runner import run
+
+        run_cfg = validate(cfg)
+        hc = HydraConfig.get()
+        group = Path(hc.sweep.dir).name if hc.mode.name == "MULTIRUN" else None
+        run(run_cfg, sweep_group=group)
+
+    saved = sys.argv
+    sys.argv = [saved[0], *schema_overrides(argv)]
+    try:
+        _main()
+    except SystemExit as e:
+        return int(e.code or 0)
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def to_yaml(cfg: DictConfig) -> str:
+    return OmegaConf.to_yaml(cfg)

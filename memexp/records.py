@@ -1,0 +1,173 @@
+"""The run folder: config.yaml, records.jsonl (append-only, crash-safe), summary.json.
+
+A record is written as one line with a single append and fsync, so a run killed at any
+moment leaves at most a partial last line; loading drops it and truncates the file back to
+the last complete record, so the next append never glues onto garbage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+# Fields that change how a run is watched or scheduled, not what it computes.
+_NOT_IN_HASH = ("logger", "progress", "threads", "output_dir", "max_examples", "kernels")
+
+
+def config_hash(cfg_dict: dict) -> str:
+    """Short, stable hash of everything that determines the results."""
+    semantic = {k: v for k, v in cfg_dict.items() if k not in _NOT_IN_HASH}
+    blob = json.dumps(semantic, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def run_folder(cfg) -> Path:
+    """outputs/runs/<bench>/<backbone>/<method>/<hash>, deterministic from the config."""
+    d = asdict(cfg)
+    return Path(cfg.output_dir) / cfg.bench.name / cfg.backbone.name / cfg.method.name / config_hash(d)
+
+
+class RunFolder:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.records_path = self.path / "records.jsonl"
+        self.summary_path = self.path / "summary.json"
+
+    def prepare(self, cfg_dict: dict) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.path / "config.yaml", yaml.safe_dump(cfg_dict, sort_keys=False))
+
+    def load_records(self) -> list[dict]:
+        """Complete records already on disk; a partial trailing line is cut off the file."""
+        if not self.records_path.exists():
+            return []
+        raw = self.records_path.read_bytes()
+        good_end = raw.rfind(b"\n") + 1
+        records, seen, keep_end = [], set(), 0
+        offset = 0
+        for line in raw[:good_end].splitlines(keepends=True):
+            offset += len(line)
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                break
+            key = record_key(rec)
+            if key not in seen:
+                seen.add(key)
+                records.append(rec)
+            keep_end = offset
+        if keep_end != len(raw):
+            with open(self.records_path, "r+b") as f:
+                f.truncate(keep_end)
+                f.flush()
+                os.fsync(f.fileno())
+        return records
+
+    def append(self, record: dict) -> None:
+        line = (json.dumps(record, ensure_ascii=False, default=_jsonable) + "\n").encode()
+        fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def write_summary(self, summary: dict) -> None:
+        _atomic_write(self.summary_path, json.dumps(summary, indent=2, default=_jsonable) + "\n")
+
+    def read_text(self, name: str) -> str | None:
+        p = self.path / name
+        return p.read_text().strip() if p.exists() else None
+
+    def write_text(self, name: str, text: str) -> None:
+        _atomic_write(self.path / name, text)
+
+
+def record_key(rec: dict) -> tuple[str, str]:
+    return (str(rec["example_id"]), str(rec["question_id"]))
+
+
+def summarize(records: Iterable[dict]) -> dict[str, Any]:
+    """Mean score by task x length and overall, like the papers' tables (scores in [0, 100])."""
+    cells: dict[tuple[str, str], list[float]] = defaultdict(list)
+    by_task: dict[str, list[float]] = defaultdict(list)
+    all_scores: list[float] = []
+    extra: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        cells[(r["task"], str(r["length"]))].append(r["score"])
+        by_task[r["task"]].append(r["score"])
+        all_scores.append(r["score"])
+        for key in ("added_flops_ratio", "storage_bytes"):
+            v = (r.get("costs") or {}).get(key)
+            if v is not None:
+                extra[key].append(v)
+    table: dict[str, dict[str, float]] = defaultdict(dict)
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for (task, length), scores in sorted(cells.items(), key=lambda kv: (kv[0][0], _length_order(kv[0][1]))):
+        table[task][length] = round(sum(scores) / len(scores), 2)
+        counts[task][length] = len(scores)
+    lengths = sorted({length for _, length in cells}, key=_length_order)
+    by_length = {
+        length: round(sum(s for (t, l_), ss in cells.items() if l_ == length for s in ss)
+                      / sum(len(ss) for (t, l_), ss in cells.items() if l_ == length), 2)
+        for length in lengths
+    }
+    out: dict[str, Any] = {
+        "scores": dict(table),
+        "counts": dict(counts),
+        "by_task": {t: round(sum(s) / len(s), 2) for t, s in sorted(by_task.items())},
+        "by_length": by_length,
+        "overall": round(sum(all_scores) / len(all_scores), 2) if all_scores else None,
+        "num_questions": len(all_scores),
+    }
+    for key, values in extra.items():
+        out[f"mean_{key}"] = sum(values) / len(values)
+    return out
+
+
+def format_table(summary: dict, title: str = "") -> str:
+    """The task x length table printed at the end of a run."""
+    scores = summary.get("scores") or {}
+    lengths = list(summary.get("by_length") or {})
+    if not scores:
+        return f"{title}\n(no records)"
+    w = max(12, *(len(t) for t in scores)) + 2
+    head = "task".ljust(w) + "".join(str(n).rjust(9) for n in lengths) + "     mean".rjust(9)
+    lines = [title, head, "-" * len(head)] if title else [head, "-" * len(head)]
+    for task, row in scores.items():
+        cells = "".join((f"{row[n]:9.2f}" if n in row else "        -") for n in lengths)
+        lines.append(task.ljust(w) + cells + f"{summary['by_task'][task]:9.2f}")
+    lines.append("-" * len(head))
+    lines.append("mean".ljust(w) + "".join(f"{summary['by_length'][n]:9.2f}" for n in lengths) + f"{summary['overall']:9.2f}")
+    return "\n".join(lines)
+
+
+def _length_order(length: str):
+    try:
+        return (0, int(length), "")
+    except ValueError:
+        return (1, 0, length)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _jsonable(x: Any) -> Any:
+    if hasattr(x, "item"):
+        return x.item()
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    return str(x)

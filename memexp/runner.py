@@ -1,0 +1,133 @@
+"""The single runner: backbone x method x bench, resumable, one record per question.
+
+For each example not yet fully recorded: the method reads the context once, every question
+answers from a copy of the retained state, each answer is scored and appended to
+records.jsonl before the next begins.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict
+
+import torch
+from tqdm import tqdm
+
+from memexp.benchmarks import build_benchmark
+from memexp.benchmarks.base import Benchmark, Example
+from memexp.config import RunConfig
+from memexp.records import RunFolder, format_table, record_key, run_folder, summarize
+from memexp.tracking import make_sink
+
+
+def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
+    """Run (or resume) one configuration; returns the summary."""
+    from memexp.backbones import load_backbone
+    from memexp.dispatch import set_kernels
+    from memexp.methods import build_method
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    set_kernels(cfg.kernels)
+    cfg_dict = asdict(cfg)
+    folder = RunFolder(run_folder(cfg))
+    folder.prepare(cfg_dict)
+    done = folder.load_records()
+    done_keys = {record_key(r) for r in done}
+    print(f"[memexp] run folder: {folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
+
+    backbone = load_backbone(cfg.backbone)
+    method = build_method(cfg.method)
+    bench = build_benchmark(cfg.bench)
+    examples = list(bench.examples(backbone.tokenizer))
+    if cfg.max_examples is not None:
+        examples = examples[: cfg.max_examples]
+    costs = _record_costs_fn(cfg)
+
+    tags = [f"backbone:{cfg.backbone.name}", f"method:{cfg.method.name}", f"bench:{cfg.bench.name}"]
+    sink = make_sink(cfg.logger, folder.path, cfg_dict, name=folder.path.name, tags=tags,
+                     group=sweep_group, run_id=folder.read_text("wandb_id.txt"))
+    if getattr(sink, "run_id", None):
+        folder.write_text("wandb_id.txt", sink.run_id)
+    records = list(done)
+    try:
+        todo = [ex for ex in examples if any((ex.id, q.id) not in done_keys for q in ex.questions)]
+        bar = tqdm(total=len(examples), initial=len(examples) - len(todo), unit="ex", disable=not cfg.progress,
+                   dynamic_ncols=True, file=sys.stderr)
+        for ex in todo:
+            for rec in _run_example(ex, backbone, method, bench, done_keys, costs):
+                folder.append(rec)
+                records.append(rec)
+                sink.log_record(rec)
+            bar.update(1)
+            bar.set_postfix(score=f"{summarize(records)['overall']:.1f}")
+        bar.close()
+        summary = _summary(records, bench, examples)
+        folder.write_summary(summary)
+        sink.finish(summary)
+    except BaseException:
+        if records:
+            folder.write_summary(_summary(records, bench, examples))
+        raise
+    title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
+    print(format_table(summary, title))
+    return summary
+
+
+def _run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: set, costs):
+    tok = backbone.tokenizer
+    context_ids = tok.encode(ex.context, add_bos=True)
+    t0 = time.perf_counter()
+    memory = method.read(backbone, context_ids)
+    read_seconds = time.perf_counter() - t0
+    for q in ex.questions:
+        if (ex.id, q.id) in done_keys:
+            continue
+        q_ids = tok.encode(q.prompt)
+        ans = method.answer(backbone, memory, q_ids, q)
+        gen = [i for i in ans.ids if i not in set(tok.stop_ids)]
+        prediction = bench.postprocess(tok.decode(gen), q)
+        score = float(bench.score(prediction, q))
+        tokens = {"context": len(context_ids), **ans.tokens}
+        rec = {
+            "example_id": ex.id,
+            "question_id": q.id,
+            "task": ex.task,
+            "length": ex.length,
+            "prediction": prediction,
+            "references": q.references,
+            "score": score,
+            "metric": q.metric,
+            "tokens": tokens,
+            "seconds": {"read": read_seconds, **{f"read/{k}": v for k, v in memory.seconds.items()}, **ans.seconds},
+            "method_stats": {**memory.stats, **ans.stats},
+        }
+        if costs is not None:
+            rec["costs"] = costs(tokens, memory.stats)
+        yield rec
+
+
+def _summary(records: list[dict], bench: Benchmark, examples: list[Example]) -> dict:
+    summary = summarize(records)
+    summary["num_examples"] = len(examples)
+    summary["complete"] = summary["num_questions"] == sum(len(ex.questions) for ex in examples)
+    for key, value in bench.aggregate(records).items():
+        summary[f"aggregate/{key}"] = value
+    return summary
+
+
+def _record_costs_fn(cfg: RunConfig):
+    """Per-record analytical costs (memexp.costs), or None when shapes are unavailable."""
+    try:
+        from memexp.costs import record_costs
+    except ImportError:
+        return None
+
+    def fn(tokens: dict, stats: dict):
+        try:
+            return record_costs(cfg, {**tokens, "notes": stats.get("notes_written", 0)})
+        except Exception as e:  # accounting must never cost a result
+            return {"error": f"{type(e).__name__}: {e}"}
+
+    return fn

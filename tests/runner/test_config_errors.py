@@ -1,0 +1,78 @@
+"""A bad value stops `python -m memexp run` before any model loads, with one line naming the field."""
+
+import subprocess
+import sys
+
+import pytest
+
+from memexp.app import CONF_DIR, group_options, load_config
+from memexp.config import ConfigError
+
+BAD = [
+    (["backbone=no_such_model"], "backbone=no_such_model: allowed values are"),
+    (["method=no_such_method"], "method=no_such_method: allowed values are"),
+    (["bench=no_such_bench"], "bench=no_such_bench: allowed values are"),
+    (["logger=stdout"], "logger=stdout: allowed values are"),
+    (["experiment=no_such_preset"], "experiment=no_such_preset: allowed values are"),
+    (["method=notebank", "method.replay_budget=-1"], "method.replay_budget=-1: must be an integer >= 1"),
+    (["method=notebank", "method.write_budget=3"], "method.write_budget=3: allowed values are 1, 2"),
+    (["method=notebank", "method.router=magic"], "method.router='magic': allowed values are native, random, bm25, oracle"),
+    (["method=notebank", "method.rescale=1.5"], "method.rescale=1.5: must be null or a number in [0, 1]"),
+    (["method=notebank", "method.chunk_size=abc"], "method.chunk_size"),
+    (["method=notebank", "method.span_budget=0"], "method.span_budget=0: must be an integer >= 1"),
+    (["method=notebank", "+method.foo=1"], "method.foo: unknown field"),
+    (["method.foo=1"], "method.foo: unknown field"),
+    (["bench=ruler", "bench.lengths=[]"], "bench.lengths is empty"),
+    (["bench=ruler", "bench.tasks=[niah_nothing]"], "bench.tasks='niah_nothing': allowed values are"),
+    (["bench=ruler", "bench.num_samples=0"], "bench.num_samples=0: must be an integer >= 1"),
+    (["bench=ruler", "bench.lengths=[16]"], "bench.lengths=16: must be an integer >= 64"),
+    (["bench=ruler", "bench.essay_path=/no/such/essays.json"], "bench.essay_path='/no/such/essays.json': no such file"),
+    (["kernels=cuda"], "kernels='cuda': allowed values are auto, triton, torch"),
+    (["backbone.dtype=float64"], "backbone.dtype='float64': allowed values are"),
+    (["backbone.prefill_chunk=0"], "backbone.prefill_chunk=0: must be an integer >= 1"),
+    (["backbone.pretrained=/no/such/checkpoint"], "backbone.pretrained='/no/such/checkpoint': no such file or directory"),
+    (["logger=wandb", "logger.mode=sometimes"], "logger.mode='sometimes': allowed values are"),
+    (["threads=0"], "threads=0: must be an integer >= 1"),
+    (["progress=maybe"], "progress"),
+]
+
+
+@pytest.mark.parametrize("overrides,expected", BAD, ids=[" ".join(o) for o, _ in BAD])
+def test_bad_override_is_one_line_naming_the_field(overrides, expected):
+    with pytest.raises(ConfigError) as err:
+        load_config(overrides)
+    msg = str(err.value)
+    assert expected in msg
+    assert "\n" not in msg
+
+
+def test_cli_fails_fast_without_traceback():
+    """The real command: non-zero exit, one stderr line, nothing loaded (no run folder, no traceback)."""
+    for overrides, expected in [BAD[0], BAD[5], BAD[13]]:
+        out = subprocess.run([sys.executable, "-m", "memexp", "run", *overrides], capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 2, out.stderr
+        lines = [line for line in out.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and expected in lines[0], out.stderr
+        assert "Traceback" not in out.stderr
+
+
+def test_multirun_validates_every_job_before_running():
+    out = subprocess.run([sys.executable, "-m", "memexp", "run", "-m", "method=notebank",
+                          "method.replay_budget=1,0"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert "method.replay_budget=0: must be an integer >= 1" in out.stderr
+
+
+def test_every_shipped_option_composes_and_validates():
+    for group in ("backbone", "method", "bench", "logger"):
+        for option in group_options(group):
+            cfg = load_config([f"{group}={option}"])
+            assert getattr(cfg, group).name == option or group == "backbone"
+
+
+def test_every_experiment_composes_and_validates():
+    for option in group_options("experiment"):
+        load_config([f"experiment={option}"])
+        header = (CONF_DIR / "experiment" / f"{option}.yaml").read_text().splitlines()[:5]
+        assert any("python -m memexp run" in line for line in header), f"{option}.yaml header must state its command"
