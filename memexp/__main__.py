@@ -5,6 +5,7 @@
   cost     analytical FLOPs and persistent storage of a configuration (App. C.6/C.7)
   latency  measured Plain vs NoteBank latency and peak memory (App. C.5)
   data     download and cache a benchmark's data for offline runs
+  report   compare finished run folders: a table by length, optionally a plot
 """
 
 from __future__ import annotations
@@ -81,7 +82,13 @@ def _run(argv: list[str]) -> int:
     return hydra_run(argv)
 
 
-COMMANDS = {"run": _run, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data}
+def _report(argv: list[str]) -> int:
+    from memexp.report import main as report_main
+
+    return report_main(argv)
+
+
+COMMANDS = {"run": _run, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report}
 
 
 def main(argv: list[str] | None = None) -> int:
