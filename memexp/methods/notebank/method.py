@@ -1,0 +1,112 @@
+"""NoteBank-TF (NoteBank paper, Algorithm 1): write notes while reading the context, route a
+question to R of them with the backbone's own queries, replay them, then answer.
+
+read:   prefill + write (`writer`)                                  -> stage "prefill_write"
+answer: probe the question on a throwaway copy of the state         -> stage "probe"
+        pick notes (`router`)                                       -> stage "route"
+        replay the notes on another copy (`readout`)                -> stage "replay"
+        read the question and generate                              -> stage "generate"
+An empty archive means no probe and no replay.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from memexp.backbones.base import Backbone, Stopwatch, Tokenizer
+from memexp.benchmarks.base import Question
+from memexp.config import NoteBankConfig
+from memexp.methods.base import Answer, Memory, Method
+from memexp.methods.notebank.addresses import AddressCompactor, ChannelLayout
+from memexp.methods.notebank.archive import Archive
+from memexp.methods.notebank.features import QuestionQueries
+from memexp.methods.notebank.readout import read_out, replay_sequence
+from memexp.methods.notebank.router import RouteRequest, Selection, build_router
+from memexp.methods.notebank.sentences import sentence_end_table
+from memexp.methods.notebank.writer import read_and_write
+
+
+class NoteBank(Method):
+    name = "notebank"
+
+    def __init__(self, cfg: NoteBankConfig | None = None) -> None:
+        self.cfg = cfg or NoteBankConfig()
+        self.router = build_router(self.cfg.router, self.cfg.replay_budget, self.cfg.router_seed)
+        self._addressing: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._formats: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def addressing(self, backbone: Backbone) -> tuple[ChannelLayout, AddressCompactor]:
+        """The backbone's channel layout and the fixed compaction shared by notes and questions."""
+        if backbone not in self._addressing:
+            layout = ChannelLayout(backbone.channels, backbone.device)
+            compactor = AddressCompactor(layout, self.cfg.address_dim, self.cfg.address_seed, backbone.device)
+            self._addressing[backbone] = (layout, compactor)
+        return self._addressing[backbone]
+
+    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory:
+        watch = Stopwatch()
+        layout, compactor = self.addressing(backbone)
+        state = backbone.init_state()
+        with watch.stage("prefill_write"):
+            archive = read_and_write(backbone, state, context_ids, self.cfg, layout, compactor,
+                                     sentence_end_table(backbone.tokenizer))
+        stats = {
+            "notes": len(archive),
+            "archived_tokens": archive.token_ids.numel(),
+            "write_chunks": len(context_ids) // self.cfg.chunk_size,
+            "archive_bytes": archive.nbytes(),
+            "address_index_bytes": compactor.nbytes(),
+        }
+        return Memory(state=state, context_len=len(context_ids), seconds=watch.seconds, stats=stats, extra=archive)
+
+    def answer(self, backbone: Backbone, memory: Memory, question_ids: list[int], question: Question,
+               stop: list[int] | None = None) -> Answer:
+        watch = Stopwatch()
+        archive: Archive = memory.extra
+        question_ids = [int(i) for i in question_ids]
+        probed = bool(len(archive) and question_ids and self.router.needs_probe)
+        selection = Selection([], None)
+        if probed:
+            with watch.stage("probe"):
+                queries = self._probe(backbone, memory, question_ids)
+        if len(archive) and question_ids:
+            with watch.stage("route"):
+                request = RouteRequest(question, backbone.tokenizer, queries if probed else None)
+                selection = self.router.route(archive, request)
+        with watch.stage("replay"):
+            replay = replay_sequence(archive, selection.notes, *self.replay_format(backbone.tokenizer))
+        state = memory.state.clone()
+        ids = read_out(backbone, state, replay, question_ids, question.max_new_tokens, stop, self.cfg.rescale, watch)
+        selected = []
+        for k, i in enumerate(selection.notes):
+            chunk, start, end = archive.spans[i].tolist()
+            entry = {"note": i, "chunk": chunk, "start": start, "end": end}
+            if selection.scores is not None and self.router.name == "native":
+                entry["votes"] = int(selection.scores[k])
+            elif selection.scores is not None:
+                entry["score"] = selection.scores[k]
+            selected.append(entry)
+        stats = {
+            "router": self.router.name,
+            "archive_notes": len(archive),
+            "replay_tokens": len(replay),
+            "replay_note_tokens": int(sum(e["end"] - e["start"] for e in selected)),
+            "selected": selected,
+        }
+        tokens = {"question": len(question_ids), "replay": len(replay), "probe": len(question_ids) if probed else 0,
+                  "generated": len(ids)}
+        return Answer(ids=ids, seconds=watch.seconds, stats=stats, tokens=tokens)
+
+    def _probe(self, backbone: Backbone, memory: Memory, question_ids: list[int]):
+        """The question's compacted native queries, read from a copy of the state that is then dropped."""
+        layout, compactor = self.addressing(backbone)
+        observer = QuestionQueries(layout, compactor, len(question_ids), backbone.device)
+        backbone.forward(memory.state.clone(), question_ids, observer)
+        return observer.queries
+
+    def replay_format(self, tokenizer: Tokenizer) -> tuple[list[int], list[int]]:
+        """(separator ids, suffix ids) in the backbone's tokenizer, encoded once per tokenizer."""
+        if tokenizer not in self._formats:
+            self._formats[tokenizer] = (tokenizer.encode(self.cfg.note_separator) if self.cfg.note_separator else [],
+                                        tokenizer.encode(self.cfg.replay_suffix) if self.cfg.replay_suffix else [])
+        return self._formats[tokenizer]

@@ -1,0 +1,138 @@
+"""NoteBank's routers: which R notes a question replays (paper Eq. 5, Sec. 6.2 / Table 3).
+
+- `native` (the paper's router): every channel scores every note by the max cosine between
+  the note's address and the question's compacted queries, and votes for its best note; the
+  R notes with the most votes win, ties to the earlier-written note.
+- `random`: R notes drawn uniformly, seeded by `router_seed` and the question id (the same
+  question gets the same notes whatever order questions come in).
+- `bm25`: lexical BM25 over the notes' decoded text, the question prompt as the query.
+- `oracle`: notes containing a reference answer (most distinct references first), a
+  diagnostic upper bound on routing; possibly fewer than R, possibly none.
+All keep the archive and the budget; the chosen notes are replayed in document order.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import bm25s
+import numpy as np
+import torch
+
+from memexp.backbones.base import Tokenizer
+from memexp.benchmarks.base import Question
+from memexp.kernels import routing
+from memexp.methods.notebank.archive import Archive
+
+
+@dataclass
+class RouteRequest:
+    question: Question
+    tokenizer: Tokenizer
+    queries: torch.Tensor | None = None  # [Tq, J, d_rho] compacted question queries (native router only)
+
+
+@dataclass
+class Selection:
+    notes: list[int]  # archive indices, in document order
+    scores: list[float] | None  # the router's score of each selected note (votes for native), None for random
+
+
+def top_r(scores: torch.Tensor, r: int) -> list[int]:
+    """Indices of the `r` highest scores; ties go to the lower index (the earlier note)."""
+    order = torch.sort(scores.cpu(), descending=True, stable=True).indices
+    return order[:r].tolist()
+
+
+def document_order(archive: Archive, notes: list[int]) -> list[int]:
+    """Notes sorted by their start position in the context (then by writing order)."""
+    starts = archive.starts.tolist()
+    return sorted(notes, key=lambda i: (starts[i], i))
+
+
+def _selection(archive: Archive, picked: list[int], scores: torch.Tensor | None) -> Selection:
+    notes = document_order(archive, picked)
+    return Selection(notes, None if scores is None else [float(scores[i]) for i in notes])
+
+
+class NativeRouter:
+    name = "native"
+    needs_probe = True
+
+    def __init__(self, replay_budget: int) -> None:
+        self.replay_budget = replay_budget
+
+    def route(self, archive: Archive, request: RouteRequest) -> Selection:
+        votes, _, _ = routing.route_votes(archive.addresses, request.queries.to(archive.addresses.device))
+        votes = votes.cpu()
+        return _selection(archive, top_r(votes, self.replay_budget), votes)
+
+
+class RandomRouter:
+    name = "random"
+    needs_probe = False
+
+    def __init__(self, replay_budget: int, seed: int) -> None:
+        self.replay_budget, self.seed = replay_budget, seed
+
+    def route(self, archive: Archive, request: RouteRequest) -> Selection:
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + zlib.crc32(request.question.id.encode()))
+        picked = torch.randperm(len(archive), generator=generator)[: self.replay_budget].tolist()
+        return _selection(archive, picked, None)
+
+
+class BM25Router:
+    name = "bm25"
+    needs_probe = False
+
+    def __init__(self, replay_budget: int) -> None:
+        self.replay_budget = replay_budget
+
+    def route(self, archive: Archive, request: RouteRequest) -> Selection:
+        retriever = self._index(archive, request.tokenizer)
+        query = bm25s.tokenize(request.question.prompt, stopwords="en", return_ids=False, show_progress=False)[0]
+        if retriever is None or not query:
+            scores = torch.zeros(len(archive))
+        else:
+            scores = torch.from_numpy(np.asarray(retriever.get_scores(query), dtype=np.float64))
+        return _selection(archive, top_r(scores, self.replay_budget), scores)
+
+    @staticmethod
+    def _index(archive: Archive, tokenizer: Tokenizer) -> bm25s.BM25 | None:
+        """The archive's BM25 index, built once per archive (None when no note has a term)."""
+        if "bm25" not in archive.derived:
+            corpus = bm25s.tokenize(archive.texts(tokenizer), stopwords="en", show_progress=False)
+            retriever = None
+            if corpus.vocab:
+                retriever = bm25s.BM25()
+                retriever.index(corpus, show_progress=False)
+            archive.derived["bm25"] = retriever
+        return archive.derived["bm25"]
+
+
+class OracleRouter:
+    name = "oracle"
+    needs_probe = False
+
+    def __init__(self, replay_budget: int) -> None:
+        self.replay_budget = replay_budget
+
+    def route(self, archive: Archive, request: RouteRequest) -> Selection:
+        references = {r.strip().lower() for r in request.question.references if r.strip()}
+        texts = [t.lower() for t in archive.texts(request.tokenizer)]
+        counts = torch.tensor([float(sum(r in t for r in references)) for t in texts])
+        picked = [i for i in top_r(counts, self.replay_budget) if counts[i] > 0] if len(texts) else []
+        return _selection(archive, picked, counts)
+
+
+def build_router(name: str, replay_budget: int, seed: int):
+    if name == "native":
+        return NativeRouter(replay_budget)
+    if name == "random":
+        return RandomRouter(replay_budget, seed)
+    if name == "bm25":
+        return BM25Router(replay_budget)
+    if name == "oracle":
+        return OracleRouter(replay_budget)
+    raise ValueError(f"method.router={name!r}: allowed values are native, random, bm25, oracle")

@@ -1,0 +1,47 @@
+"""NoteBank, JRT and Plain end to end on the random-weight tiny GDN backbone."""
+
+import json
+
+import pytest
+
+from memexp.benchmarks.base import Question
+from memexp.config import JRTConfig, NoteBankConfig, PlainConfig
+from memexp.methods import build_method
+
+
+@pytest.fixture(scope="module")
+def backbone():
+    try:
+        from memexp.backbones import BackboneLoadError, load_backbone
+        from memexp.config import ConfigError
+
+        missing = (ImportError, BackboneLoadError, ConfigError)
+    except ImportError as e:
+        pytest.skip(f"memexp.backbones.load_backbone is not available yet: {e}")
+    try:
+        return load_backbone("tiny_gdn_random")
+    except missing as e:
+        pytest.skip(f"tiny_gdn_random is not loadable yet: {type(e).__name__}: {e}")
+
+
+@pytest.mark.parametrize("cfg", [PlainConfig(), JRTConfig(), NoteBankConfig(),
+                                 NoteBankConfig(chunk_size=256, rescale=0.0, replay_budget=4),
+                                 NoteBankConfig(router="bm25", replay_budget=1)], ids=lambda c: c.name)
+def test_method_runs_end_to_end(backbone, cfg):
+    tok = backbone.tokenizer
+    text = "The grass is green. The sky is blue.\n" * 25 + "The special magic number is 4721. " + \
+        "Here we go again. " * 25
+    context = tok.encode(text, add_bos=True)
+    question = Question("q", "What is the special magic number? Answer:", ["4721"], "string_match", 6)
+    method = build_method(cfg)
+    memory = method.read(backbone, context)
+    first = method.answer(backbone, memory, tok.encode(question.prompt), question)
+    again = method.answer(backbone, memory, tok.encode(question.prompt), question)
+    assert 1 <= len(first.ids) <= 6
+    assert first.ids == again.ids and first.stats == again.stats
+    assert memory.state.position == len(context)
+    json.dumps([memory.stats, memory.seconds, first.stats, first.seconds, first.tokens])
+    if cfg.name == "notebank":
+        assert 0 < memory.stats["notes"] <= cfg.write_budget * (len(context) // cfg.chunk_size)
+        assert 0 < first.stats["replay_note_tokens"] <= cfg.replay_budget * cfg.span_budget
+        assert len(first.stats["selected"]) == min(cfg.replay_budget, memory.stats["notes"])
