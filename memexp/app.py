@@ -15,6 +15,9 @@ from omegaconf import DictConfig, OmegaConf
 from memexp.config import ConfigError, RunConfig, validate
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+# Errors that describe what the user must fix (a bad value, a missing checkpoint or dataset):
+# one message, no traceback. Everything else is a bug and keeps its traceback.
+USER_ERRORS = ("ConfigError", "BackboneLoadError", "BenchmarkDataError", "MissingData")
 GROUPS = ("backbone", "method", "bench", "logger", "experiment", "hydra/launcher")
 
 
@@ -111,10 +114,15 @@ def hydra_run(argv: list[str]) -> int:
 
         from memexp.runner import run
 
-        run_cfg = validate(cfg)
         hc = HydraConfig.get()
         group = Path(hc.sweep.dir).name if hc.mode.name == "MULTIRUN" else None
-        run(run_cfg, sweep_group=group)
+        try:
+            run(validate(cfg), sweep_group=group)
+        except Exception as e:
+            if type(e).__name__ not in USER_ERRORS:
+                raise
+            print(f"memexp: {str(e).strip()}", file=sys.stderr)
+            raise SystemExit(1) from None
 
     saved = sys.argv
     sys.argv = [saved[0], *schema_overrides(argv)]
