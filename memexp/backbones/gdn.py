@@ -1,0 +1,420 @@
+"""Gated DeltaNet (FLA's GatedDeltaNetForCausalLM) behind the native memory interface.
+
+Modules are named like FLA's so FLA checkpoints load by tensor name, and `save_pretrained`
+writes the same format (config.json with FLA's field names + model.safetensors + tokenizer),
+so memexp's own GDN checkpoints (tiny_gdn) are read by the same path.
+
+Per block: x += attn(attn_norm(x)); x += mlp(mlp_norm(x)), where attn is
+
+    q, k, v = silu(short_conv(q_proj x, k_proj x, v_proj x))     per-channel causal conv
+    q, k    = l2_norm(q), l2_norm(k)                               [T, H, K]  -> observer
+    g, beta = -exp(A_log) softplus(a_proj x + dt_bias), sigmoid(b_proj x)
+    o       = gated_delta_rule(q, k, v, g, beta)                   [T, HV, V]
+    out     = o_proj(rms_norm(o) * o_norm.weight * swish(g_proj x))
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer, as_ids
+from memexp.backbones.loading import (
+    BackboneLoadError,
+    WeightFiles,
+    load_tokenizer,
+    load_weights,
+    read_config,
+    resolve_device,
+    resolve_dtype,
+    resolve_pretrained,
+    save_weights,
+)
+from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
+from memexp.config import BackboneConfig, ConfigError
+from memexp.costs import gdn_flops_per_token, gdn_state_bytes
+
+LEGACY_TENSORS = [r"^model\.layers\.\d+\.attn\.D$"]  # unused `D` of FLA GDN checkpoints before Dec 2024
+FLA_INERT_FIELDS = {  # FLA config fields that do not change inference results
+    "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "attn_mode",
+    "max_position_embeddings", "use_cache", "pad_token_id", "fuse_norm", "fuse_swiglu", "fuse_cross_entropy",
+    "fuse_linear_cross_entropy", "use_l2warp",
+}
+
+
+@dataclass
+class GDNConfig:
+    """The architecture, with the field names and defaults of FLA's GatedDeltaNetConfig."""
+
+    hidden_size: int = 2048
+    num_hidden_layers: int = 21
+    num_heads: int = 6
+    head_dim: int = 256
+    expand_v: float = 2.0
+    num_v_heads: int | None = None
+    use_gate: bool = True
+    use_short_conv: bool = True
+    conv_size: int = 4
+    allow_neg_eigval: bool = False
+    hidden_ratio: int | None = 4
+    intermediate_size: int | None = None
+    hidden_act: str = "swish"
+    norm_eps: float = 1e-6
+    vocab_size: int = 32000
+    tie_word_embeddings: bool = False
+    initializer_range: float = 0.02
+    bos_token_id: int | None = 1
+    eos_token_id: int | None = 2
+    output_gate_activation: str = "swish"
+    attn: dict | None = None  # FLA's hybrid-attention spec; memexp's GDN is pure
+    attnres_block_size: int | None = None
+
+    @classmethod
+    def from_dict(cls, values: dict, strict: bool = False, where: str = "config.json") -> "GDNConfig":
+        """From an FLA config.json (unknown keys ignored) or `backbone.model` (strict: an
+        unknown key is an error naming it)."""
+        known = {f.name for f in fields(cls)}
+        if strict:
+            for key in values:
+                if key not in known and key not in FLA_INERT_FIELDS:
+                    raise ConfigError(f"{where}.{key}: unknown field; allowed fields are {', '.join(sorted(known))}")
+        if values.get("model_type", "gated_deltanet") != "gated_deltanet":
+            raise BackboneLoadError(f"{where}: model_type={values['model_type']!r} is not a Gated DeltaNet "
+                                    f"('gated_deltanet'); choose the matching backbone.arch")
+        conf = cls(**{k: v for k, v in values.items() if k in known})
+        conf.check(where)
+        return conf
+
+    def check(self, where: str) -> None:
+        if self.attn is not None:
+            raise BackboneLoadError(f"{where}: attn={self.attn!r} (hybrid attention layers) is not supported by "
+                                    f"memexp's GDN backbone")
+        if self.attnres_block_size is not None:
+            raise BackboneLoadError(f"{where}: attnres_block_size is not supported by memexp's GDN backbone")
+        if self.hidden_act != "swish":
+            raise BackboneLoadError(f"{where}: hidden_act={self.hidden_act!r}; only 'swish' is supported")
+        if self.output_gate_activation not in ("swish", "silu", "sigmoid"):
+            raise ConfigError(f"{where}.output_gate_activation={self.output_gate_activation!r}: allowed values are "
+                              f"swish, silu, sigmoid")
+        if self.v_heads % self.num_heads:
+            raise ConfigError(f"{where}.num_v_heads={self.num_v_heads}: must be a multiple of num_heads={self.num_heads}")
+        if not math.isclose(self.head_dim * self.expand_v, self.head_v_dim):
+            raise ConfigError(f"{where}.expand_v={self.expand_v}: head_dim * expand_v must be an integer")
+
+    @property
+    def v_heads(self) -> int:
+        return self.num_v_heads or self.num_heads
+
+    @property
+    def head_v_dim(self) -> int:
+        return int(self.head_dim * self.expand_v)
+
+    @property
+    def key_dim(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.v_heads * self.head_v_dim
+
+    @property
+    def mlp_dim(self) -> int:
+        """FLA GatedMLP's rule: 2/3 * hidden * hidden_ratio rounded up to a multiple of 256."""
+        if self.intermediate_size is not None:
+            return self.intermediate_size
+        width = int(self.hidden_size * (self.hidden_ratio or 4) * 2 / 3)
+        return 256 * ((width + 255) // 256)
+
+    def to_fla_dict(self) -> dict:
+        """config.json in FLA's format (readable by fla's GatedDeltaNetConfig)."""
+        out = asdict(self)
+        out["intermediate_size"] = self.mlp_dim
+        return {"model_type": "gated_deltanet", "architectures": ["GatedDeltaNetForCausalLM"], **out}
+
+
+class ShortConv(nn.Module):
+    """Holds a depthwise conv weight [D, 1, W] under FLA's `*_conv1d.weight` name."""
+
+    def __init__(self, channels: int, kernel_size: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(channels, 1, kernel_size))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return rms_norm(x, self.weight, self.eps)
+
+
+class GatedDeltaNet(nn.Module):
+    """One GDN token mixer; forward advances its (recurrent state, conv window) over a chunk."""
+
+    def __init__(self, c: GDNConfig) -> None:
+        super().__init__()
+        self.c = c
+        D, HV = c.hidden_size, c.v_heads
+        self.q_proj = nn.Linear(D, c.key_dim, bias=False)
+        self.k_proj = nn.Linear(D, c.key_dim, bias=False)
+        self.v_proj = nn.Linear(D, c.value_dim, bias=False)
+        self.a_proj = nn.Linear(D, HV, bias=False)
+        self.b_proj = nn.Linear(D, HV, bias=False)
+        self.A_log = nn.Parameter(torch.empty(HV))
+        self.dt_bias = nn.Parameter(torch.empty(HV))
+        if c.use_short_conv:
+            self.q_conv1d = ShortConv(c.key_dim, c.conv_size)
+            self.k_conv1d = ShortConv(c.key_dim, c.conv_size)
+            self.v_conv1d = ShortConv(c.value_dim, c.conv_size)
+        if c.use_gate:
+            self.g_proj = nn.Linear(D, c.value_dim, bias=False)
+        self.o_norm = RMSNorm(c.head_v_dim, c.norm_eps)
+        self.o_proj = nn.Linear(c.value_dim, D, bias=False)
+        self.form = "auto"  # reference form of the recurrence: auto | chunk | recurrent (benchmarks)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        state: torch.Tensor | None,
+        window: torch.Tensor | None,
+        emit=None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """x: [B, T, hidden]; state: [B, HV, K, V] fp32 or None (zeros); window: [B, 2*key_dim
+        + value_dim, conv_size - 1] or None (zeros). `emit(keys, queries)` receives the
+        normalised [T, H, K] features of the first sequence (the backbone runs batch 1).
+        Returns (out [B, T, hidden], new state, new window)."""
+        c = self.c
+        B, T = x.shape[:2]
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        if c.use_short_conv:
+            weight = torch.cat([self.q_conv1d.weight, self.k_conv1d.weight, self.v_conv1d.weight], dim=0)
+            qkv, window = short_conv(torch.cat([q, k, v], dim=-1), weight, window=window, activation="silu")
+            q, k, v = qkv.split([c.key_dim, c.key_dim, c.value_dim], dim=-1)
+        else:
+            q, k, v = F.silu(q), F.silu(k), F.silu(v)
+        q = l2_norm(q.view(B, T, c.num_heads, c.head_dim)).to(x.dtype)
+        k = l2_norm(k.view(B, T, c.num_heads, c.head_dim)).to(x.dtype)
+        v = v.view(B, T, c.v_heads, c.head_v_dim)
+        g, beta = gdn_gate(self.a_proj(x), self.b_proj(x), self.A_log, self.dt_bias, c.allow_neg_eigval)
+        if emit is not None:
+            emit(k[0], q[0])
+        o, state = gated_delta_rule(q, k, v, g, beta, initial_state=state, output_final_state=True, form=self.form)
+        if c.use_gate:
+            gate = self.g_proj(x).view(B, T, c.v_heads, c.head_v_dim)
+            o = gated_rms_norm(o, gate, self.o_norm.weight, c.norm_eps, activation=c.output_gate_activation)
+        else:
+            o = self.o_norm(o)
+        return self.o_proj(o.reshape(B, T, c.value_dim)), state, window
+
+
+class GatedMLP(nn.Module):
+    def __init__(self, c: GDNConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(c.hidden_size, c.mlp_dim, bias=False)
+        self.up_proj = nn.Linear(c.hidden_size, c.mlp_dim, bias=False)
+        self.down_proj = nn.Linear(c.mlp_dim, c.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Block(nn.Module):
+    def __init__(self, c: GDNConfig) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(c.hidden_size, c.norm_eps)
+        self.attn = GatedDeltaNet(c)
+        self.mlp_norm = RMSNorm(c.hidden_size, c.norm_eps)
+        self.mlp = GatedMLP(c)
+
+    def forward(self, x: torch.Tensor, state=None, window=None, emit=None):
+        """Pre-norm residual block; state, window and emit as in `GatedDeltaNet.forward`."""
+        out, state, window = self.attn(self.attn_norm(x), state, window, emit)
+        x = x + out
+        return x + self.mlp(self.mlp_norm(x)), state, window
+
+
+class Trunk(nn.Module):
+    def __init__(self, c: GDNConfig) -> None:
+        super().__init__()
+        self.embeddings = nn.Embedding(c.vocab_size, c.hidden_size)
+        self.layers = nn.ModuleList(Block(c) for _ in range(c.num_hidden_layers))
+        self.norm = RMSNorm(c.hidden_size, c.norm_eps)
+
+
+class GDNForCausalLM(nn.Module):
+    """Parameter tree of FLA's GatedDeltaNetForCausalLM (same state_dict keys)."""
+
+    def __init__(self, c: GDNConfig) -> None:
+        super().__init__()
+        self.config = c
+        self.model = Trunk(c)
+        self.lm_head = nn.Linear(c.hidden_size, c.vocab_size, bias=False)
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """Share the embedding with the LM head when the config ties them (again after any
+        move that re-creates parameters)."""
+        if self.config.tie_word_embeddings:
+            self.lm_head.weight = self.model.embeddings.weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """Training forward: ids [B, T] from the zero state -> logits [B, T, vocab], through
+        the same layers and ops as `GDNBackbone.forward` (differentiable)."""
+        x = self.model.embeddings(ids)
+        for block in self.model.layers:
+            x, _, _ = block(x)
+        return self.lm_head(self.model.norm(x))
+
+    @torch.no_grad()
+    def init_weights(self, seed: int) -> None:
+        """FLA's initialisation, reproducible from `seed` whatever the global RNG holds."""
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        std = self.config.initializer_range
+        for name, p in self.named_parameters():
+            if name.endswith("A_log"):
+                p.copy_(torch.empty(p.shape).uniform_(0, 16, generator=gen).log())
+            elif name.endswith("dt_bias"):
+                dt = torch.exp(torch.rand(p.shape, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
+                dt = dt.clamp(min=1e-4)
+                p.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus^-1(dt)
+            elif name.endswith("norm.weight"):
+                p.fill_(1.0)
+            else:
+                p.copy_(torch.empty(p.shape).normal_(0.0, std, generator=gen))
+
+
+@dataclass
+class GDNState(State):
+    """Per layer: the fp32 recurrent state [1, HV, K, V] and the conv window
+    [1, 2*key_dim + value_dim, conv_size - 1] (q|k|v channels, compute dtype)."""
+
+    recurrent: list[torch.Tensor]
+    conv: list[torch.Tensor | None]
+    position: int = 0
+
+    def clone(self) -> "GDNState":
+        return GDNState(
+            recurrent=[s.clone() for s in self.recurrent],
+            conv=[None if w is None else w.clone() for w in self.conv],
+            position=self.position,
+        )
+
+    def nbytes(self) -> int:
+        tensors = [*self.recurrent, *(w for w in self.conv if w is not None)]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    def scale_recurrent(self, lam: float) -> None:
+        for s in self.recurrent:
+            s.mul_(lam)
+
+
+class GDNBackbone(Backbone):
+    """A Gated DeltaNet language model at batch size 1."""
+
+    def __init__(self, model: GDNForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int) -> None:
+        self.model = model.eval()
+        self.config = model.config
+        self.tokenizer = tokenizer
+        self.name = name
+        self.prefill_chunk = prefill_chunk
+        self.device = model.lm_head.weight.device
+        self.dtype = model.lm_head.weight.dtype
+        c = self.config
+        self.channels = [Channel(layer, h, c.head_dim) for layer in range(c.num_hidden_layers) for h in range(c.num_heads)]
+
+    def init_state(self) -> GDNState:
+        c = self.config
+        L = c.num_hidden_layers
+        recurrent = [torch.zeros(1, c.v_heads, c.head_dim, c.head_v_dim, dtype=torch.float32, device=self.device)
+                     for _ in range(L)]
+        conv_channels = 2 * c.key_dim + c.value_dim
+        conv = [torch.zeros(1, conv_channels, c.conv_size - 1, dtype=self.dtype, device=self.device)
+                if c.use_short_conv else None for _ in range(L)]
+        return GDNState(recurrent=recurrent, conv=conv)
+
+    @torch.no_grad()
+    def forward(self, state: GDNState, ids, observer: Observer | None = None) -> torch.Tensor:
+        ids = as_ids(ids, self.device)
+        if ids.numel() == 0:
+            raise ValueError("forward needs at least one token")
+        for start in range(0, ids.numel(), self.prefill_chunk):
+            last = self._chunk(state, ids[start:start + self.prefill_chunk], observer, start)
+        state.position += ids.numel()
+        m = self.model
+        return m.lm_head(m.model.norm(last)).float()
+
+    def _chunk(self, state: GDNState, ids: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
+        """Advance every layer over one bounded chunk; returns the last hidden state [hidden]."""
+        x = self.model.model.embeddings(ids)[None]
+        for i, block in enumerate(self.model.model.layers):
+            emit = None if observer is None else (lambda k, q, i=i: observer(i, start, k, q))
+            x, state.recurrent[i], state.conv[i] = block(x, state.recurrent[i], state.conv[i], emit)
+        return x[0, -1]
+
+    def flops_per_token(self) -> dict[str, float]:
+        return gdn_flops_per_token(self.config.to_fla_dict())
+
+    def state_bytes(self) -> dict[str, int]:
+        return gdn_state_bytes(self.config.to_fla_dict(), self.dtype)
+
+    def save_pretrained(self, directory: str | Path) -> None:
+        """FLA-format checkpoint: config.json, model.safetensors and the tokenizer files."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        config = self.config.to_fla_dict()
+        config["bos_token_id"], config["eos_token_id"] = self.tokenizer.bos_id, self.tokenizer.eos_id
+        (directory / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        save_weights(self.model, directory)
+        if not hasattr(self.tokenizer, "save"):
+            raise TypeError(f"{type(self.tokenizer).__name__} cannot be saved beside the weights")
+        self.tokenizer.save(directory)
+
+
+def build(cfg: BackboneConfig) -> GDNBackbone:
+    """A GDN backbone from a checkpoint (`cfg.pretrained`) or random weights (`cfg.model`)."""
+    device = resolve_device(cfg.device)
+    dtype = resolve_dtype(cfg.dtype, device)
+    if cfg.pretrained is not None:
+        if cfg.model:
+            raise ConfigError(f"backbone.model: fields are for random init only; the architecture of "
+                              f"{cfg.pretrained!r} comes from its config.json (set backbone.model={{}})")
+        directory = resolve_pretrained(cfg.pretrained, cfg.revision)
+        conf = GDNConfig.from_dict(read_config(directory), where=str(directory / "config.json"))
+        with torch.device("meta"):
+            model = GDNForCausalLM(conf)
+        _place(model, device, dtype, empty=True)
+        load_weights(model, WeightFiles(directory), ignore=LEGACY_TENSORS, source=str(directory))
+        tokenizer = load_tokenizer(cfg.tokenizer, directory)
+    else:
+        conf = GDNConfig.from_dict(cfg.model, strict=True, where="backbone.model")
+        model = GDNForCausalLM(conf)
+        model.init_weights(cfg.seed)
+        _place(model, device, dtype, empty=False)
+        tokenizer = load_tokenizer(cfg.tokenizer or "byte")
+    vocab = getattr(tokenizer, "vocab_size", None)
+    if vocab is not None and vocab > conf.vocab_size:
+        raise BackboneLoadError(f"tokenizer has {vocab} ids but the model's vocab_size is {conf.vocab_size}; "
+                                f"set backbone.tokenizer to the model's tokenizer")
+    return GDNBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk)
+
+
+def _place(model: GDNForCausalLM, device: torch.device, dtype: torch.dtype, empty: bool) -> None:
+    """Move to device and compute dtype; the gate parameters stay fp32 (the decay is
+    accumulated in fp32 and they are tiny)."""
+    model.to(dtype=dtype)
+    for layer in model.model.layers:
+        layer.attn.A_log.data = layer.attn.A_log.data.float()
+        layer.attn.dt_bias.data = layer.attn.dt_bias.data.float()
+    if empty:
+        model.to_empty(device=device)
+    else:
+        model.to(device=device)
+    model.tie_weights()

@@ -1,0 +1,130 @@
+"""Causal softmax attention over a KV cache, with grouped KV heads and an optional sliding
+window, and the cache it reads.
+
+Queries are the newest tokens: the i-th of Tq queries sits at the same position as the
+(Tk - Tq + i)-th key (the cache ends with the chunk being processed). A query attends every
+key at or before its own position and, with a window W, only the last W of them (itself
+included) -- the bottom-right causal alignment of flash-attn.
+
+`attention` is the entry point: flash-attn's kernel for half-precision CUDA tensors when
+memexp.dispatch allows it, torch's SDPA with an explicit mask everywhere else; `attention_ref` is the
+readable reference.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from memexp.dispatch import use_kernels
+
+
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float | None = None,
+    window: int | None = None,
+) -> torch.Tensor:
+    """Args:
+        q: [B, Tq, H, D] queries of the newest Tq tokens.
+        k, v: [B, Tk, Hkv, D] keys and values up to and including those tokens (Tk >= Tq);
+            H must be a multiple of Hkv (query head h reads KV head h // (H / Hkv)).
+        scale: softmax scale, default D ** -0.5.
+        window: attend only the last `window` positions (None: all).
+    Returns:
+        o: [B, Tq, H, D] in q's dtype.
+    """
+    if scale is None:
+        scale = q.shape[-1] ** -0.5
+    if q.dtype in (torch.float16, torch.bfloat16) and use_kernels(q, "flash_attn"):
+        from flash_attn import flash_attn_func
+
+        return flash_attn_func(
+            q, k, v, softmax_scale=scale, causal=True, window_size=(-1, -1) if window is None else (window - 1, 0)
+        )
+    mask = causal_mask(q.shape[1], k.shape[1], window, q.device)
+    o = F.scaled_dot_product_attention(
+        q.transpose(1, 2),
+        k.transpose(1, 2),
+        v.transpose(1, 2),
+        attn_mask=mask,
+        scale=scale,
+        enable_gqa=q.shape[2] != k.shape[2],
+    )
+    return o.transpose(1, 2)
+
+
+def causal_mask(tq: int, tk: int, window: int | None, device: torch.device) -> torch.Tensor:
+    """[Tq, Tk] bool, True where query i may attend key j (bottom-right aligned)."""
+    qpos = torch.arange(tk - tq, tk, device=device)[:, None]
+    kpos = torch.arange(tk, device=device)[None, :]
+    allowed = kpos <= qpos
+    if window is not None:
+        allowed &= kpos > qpos - window
+    return allowed
+
+
+def attention_ref(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    scale: float | None = None,
+    window: int | None = None,
+) -> torch.Tensor:
+    """Softmax attention written out in fp32; arguments as in `attention`."""
+    if scale is None:
+        scale = q.shape[-1] ** -0.5
+    rep = q.shape[2] // k.shape[2]
+    kf, vf = (t.float().repeat_interleave(rep, dim=2) for t in (k, v))
+    scores = torch.einsum("bqhd,bkhd->bhqk", q.float() * scale, kf)
+    scores = scores.masked_fill(~causal_mask(q.shape[1], k.shape[1], window, q.device), float("-inf"))
+    return torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), vf).to(q.dtype)
+
+
+class KVCache:
+    """One layer's keys and values [B, T, Hkv, D], stored in a buffer that grows by doubling
+    so appending a chunk costs its own size (amortised). With a window, only the last
+    `window - 1` tokens are kept between forward calls: that is all the next query can see.
+    """
+
+    def __init__(self, k: torch.Tensor, v: torch.Tensor, length: int, window: int | None = None) -> None:
+        self.k, self.v, self.length, self.window = k, v, length, window
+
+    @classmethod
+    def empty(cls, batch: int, kv_heads: int, head_dim: int, dtype, device, window: int | None = None) -> "KVCache":
+        z = torch.empty(batch, 0, kv_heads, head_dim, dtype=dtype, device=device)
+        return cls(z, z.clone(), 0, window)
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add [B, T, Hkv, D] keys/values; return views of every cached key and value."""
+        need = self.length + k.shape[1]
+        if need > self.k.shape[1]:
+            cap = max(need, 2 * self.k.shape[1])
+            self.k, self.v = (self._grown(t, cap) for t in (self.k, self.v))
+        self.k[:, self.length : need] = k
+        self.v[:, self.length : need] = v
+        self.length = need
+        return self.k[:, :need], self.v[:, :need]
+
+    def trim(self) -> None:
+        """Drop what no later query can attend (sliding window only)."""
+        keep = None if self.window is None else self.window - 1
+        if keep is None or self.length <= keep:
+            return
+        start = self.length - keep
+        self.k[:, :keep] = self.k[:, start : self.length].clone()
+        self.v[:, :keep] = self.v[:, start : self.length].clone()
+        self.length = keep
+
+    def _grown(self, t: torch.Tensor, cap: int) -> torch.Tensor:
+        out = t.new_empty(t.shape[0], cap, *t.shape[2:])
+        out[:, : self.length] = t[:, : self.length]
+        return out
+
+    def clone(self) -> "KVCache":
+        return KVCache(self.k[:, : self.length].clone(), self.v[:, : self.length].clone(), self.length, self.window)
+
+    def nbytes(self) -> int:
+        b, _, h, d = self.k.shape
+        return 2 * b * self.length * h * d * self.k.element_size()
