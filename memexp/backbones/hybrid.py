@@ -1,0 +1,462 @@
+"""Qwen3.5 (Qwen/Qwen3.5-9B: 24 Gated DeltaNet + 8 gated-attention layers) behind the native
+memory interface.
+
+Reads transformers' Qwen3.5 checkpoints: the vision-language release (config.json with a
+`text_config`, tensors under `model.language_model.`, vision tower and MTP head ignored)
+and text-only Qwen3_5ForCausalLM saves (model_type 'qwen3_5_text', tensors under `model.`).
+Modules are named like transformers' Qwen3_5ForCausalLM.
+
+Per block: x += mixer(input_layernorm(x)); x += mlp(post_attention_layernorm(x)), every
+RMSNorm zero-centred (scale 1 + weight). The mixer is either
+
+    linear_attn (GDN):  q|k|v = silu(short_conv(in_proj_qkv x))          carried raw window
+                        q, k = l2_norm(q), l2_norm(k)  [T, Hk, K]          -> observer
+                        g, beta = -exp(A_log) softplus(in_proj_a x + dt_bias), sigmoid(in_proj_b x)
+                        o = gated_delta_rule(q, k, v, g, beta)            Hv = 2 Hk value heads
+                        out = out_proj(rms_norm(o) * norm.weight * silu(in_proj_z x))
+    self_attn:          q|gate = q_proj x per head; q, k = rope(zc_norm(q)), rope(zc_norm(k))
+                        out = o_proj(attention(q, k, v | KV cache) * sigmoid(gate))
+
+RoPE rotates the first partial_rotary_factor of each head; for text the three M-RoPE
+sections share one position, which is ordinary RoPE. Positions continue from the state's
+counter (replay and question follow the context). The official long-context setup (YaRN,
+factor 4 over 262,144 positions) is switched on by `backbone.model.rope_parameters`, the
+one architecture field a checkpoint's config may be overridden with (conf/backbone/qwen35_9b.yaml).
+
+Channels: the key heads of the GDN layers only. `scale_recurrent` scales the GDN states;
+KV caches, conv windows and the position counter are kept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from memexp.backbones.attention import SwiGLU
+from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer, as_ids
+from memexp.backbones.gdn import RMSNorm
+from memexp.backbones.loading import (
+    BackboneLoadError,
+    WeightFiles,
+    load_tokenizer,
+    load_weights,
+    read_config,
+    resolve_device,
+    resolve_dtype,
+    resolve_pretrained,
+)
+from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
+from memexp.backbones.ops.attention import KVCache, attention
+from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
+from memexp.config import BackboneConfig, ConfigError
+from memexp.costs import qwen35_flops_per_token, qwen35_state_bytes
+
+INERT_FIELDS = {  # Qwen3_5TextConfig fields that do not change text inference
+    "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",
+    "attention_dropout", "initializer_range", "full_attention_interval", "hidden_act", "mtp_num_hidden_layers",
+    "mtp_use_dedicated_embeddings", "output_router_logits", "router_aux_loss_coef",
+}
+PRETRAINED_OVERRIDES = ("rope_parameters", "max_position_embeddings")
+IGNORED_TENSORS = [r"^model\.visual\.", r"^mtp\."]
+
+
+@dataclass
+class HybridConfig:
+    """The text architecture, with the field names and defaults of transformers'
+    Qwen3_5TextConfig ("Qwen3.5-9B style")."""
+
+    vocab_size: int = 248320
+    hidden_size: int = 4096
+    intermediate_size: int = 12288
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 16
+    num_key_value_heads: int = 4
+    head_dim: int = 256
+    rms_norm_eps: float = 1e-6
+    linear_conv_kernel_dim: int = 4
+    linear_key_head_dim: int = 128
+    linear_value_head_dim: int = 128
+    linear_num_key_heads: int = 16
+    linear_num_value_heads: int = 32
+    layer_types: list | None = None
+    rope_parameters: dict | None = None
+    max_position_embeddings: int = 262144
+    attention_bias: bool = False
+    tie_word_embeddings: bool = False
+    bos_token_id: int | None = None
+    eos_token_id: int | list | None = None
+
+    @classmethod
+    def from_dict(cls, values: dict, strict: bool = False, where: str = "config.json") -> "HybridConfig":
+        """From a Qwen3.5 config.json (its `text_config` when present; unknown keys ignored),
+        or from `backbone.model` (strict: unknown keys are errors)."""
+        if "text_config" in values:
+            values = values["text_config"]
+            where = f"{where}.text_config"
+        kind = values.get("model_type", "qwen3_5_text")
+        if kind not in ("qwen3_5_text", "qwen3_5"):
+            raise BackboneLoadError(f"{where}: model_type={kind!r} is not Qwen3.5 ('qwen3_5_text'); "
+                                    f"choose the matching backbone.arch")
+        known = {f.name for f in fields(cls)}
+        if strict:
+            for key in values:
+                if key not in known and key not in INERT_FIELDS:
+                    raise ConfigError(f"{where}.{key}: unknown field; allowed fields are {', '.join(sorted(known))}")
+        if values.get("hidden_act", "silu") != "silu":
+            raise BackboneLoadError(f"{where}: hidden_act={values['hidden_act']!r}; only 'silu' is supported")
+        conf = cls(**{k: v for k, v in values.items() if k in known})
+        if conf.layer_types is None:
+            interval = values.get("full_attention_interval", 4)
+            conf.layer_types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
+                                for i in range(conf.num_hidden_layers)]
+        if conf.rope_parameters is None:
+            conf.rope_parameters = {"rope_type": "default", "rope_theta": values.get("rope_theta", 10000000.0),
+                                    "partial_rotary_factor": values.get("partial_rotary_factor", 0.25)}
+        conf.check(where)
+        return conf
+
+    def check(self, where: str) -> None:
+        if len(self.layer_types) != self.num_hidden_layers:
+            raise ConfigError(f"{where}.layer_types: {len(self.layer_types)} entries for {self.num_hidden_layers} layers")
+        bad = set(self.layer_types) - {"linear_attention", "full_attention"}
+        if bad:
+            raise ConfigError(f"{where}.layer_types: {sorted(bad)}; allowed values are linear_attention, full_attention")
+        if self.linear_num_value_heads % self.linear_num_key_heads:
+            raise ConfigError(f"{where}.linear_num_value_heads={self.linear_num_value_heads}: must be a multiple of "
+                              f"linear_num_key_heads={self.linear_num_key_heads}")
+
+    @property
+    def key_dim(self) -> int:
+        return self.linear_num_key_heads * self.linear_key_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.linear_num_value_heads * self.linear_value_head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return 2 * self.key_dim + self.value_dim
+
+    def rope(self) -> Rope:
+        return rope_from_config({"rope_parameters": self.rope_parameters,
+                                 "max_position_embeddings": self.max_position_embeddings}, self.head_dim)
+
+
+class ZeroCenteredRMSNorm(nn.Module):
+    """rms_norm(x) * (1 + weight): the weight is stored as an offset from one."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return rms_norm(x, 1.0 + self.weight.float(), self.eps)
+
+
+class LinearAttention(nn.Module):
+    """Qwen3.5's Gated DeltaNet mixer; forward advances its (state, conv window) over a chunk."""
+
+    def __init__(self, c: HybridConfig) -> None:
+        super().__init__()
+        self.c = c
+        D, HV = c.hidden_size, c.linear_num_value_heads
+        self.in_proj_qkv = nn.Linear(D, c.conv_dim, bias=False)
+        self.in_proj_z = nn.Linear(D, c.value_dim, bias=False)
+        self.in_proj_b = nn.Linear(D, HV, bias=False)
+        self.in_proj_a = nn.Linear(D, HV, bias=False)
+        self.conv1d = nn.Conv1d(c.conv_dim, c.conv_dim, c.linear_conv_kernel_dim, groups=c.conv_dim, bias=False)
+        self.dt_bias = nn.Parameter(torch.ones(HV))
+        self.A_log = nn.Parameter(torch.zeros(HV))
+        self.norm = RMSNorm(c.linear_value_head_dim, c.rms_norm_eps)
+        self.out_proj = nn.Linear(c.value_dim, D, bias=False)
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor, window: torch.Tensor, emit=None):
+        """x: [1, T, hidden]; state: [1, Hv, K, V] fp32; window: [1, conv_dim, kernel - 1].
+        Returns (out [1, T, hidden], new state, new window)."""
+        c = self.c
+        T = x.shape[1]
+        qkv, window = short_conv(self.in_proj_qkv(x), self.conv1d.weight, window=window, activation="silu")
+        q, k, v = qkv.split([c.key_dim, c.key_dim, c.value_dim], dim=-1)
+        q = l2_norm(q.view(1, T, c.linear_num_key_heads, c.linear_key_head_dim)).to(x.dtype)
+        k = l2_norm(k.view(1, T, c.linear_num_key_heads, c.linear_key_head_dim)).to(x.dtype)
+        v = v.view(1, T, c.linear_num_value_heads, c.linear_value_head_dim)
+        g, beta = gdn_gate(self.in_proj_a(x), self.in_proj_b(x), self.A_log, self.dt_bias)
+        if emit is not None:
+            emit(k[0], q[0])
+        o, state = gated_delta_rule(q, k, v, g, beta, initial_state=state, output_final_state=True)
+        z = self.in_proj_z(x).view(1, T, c.linear_num_value_heads, c.linear_value_head_dim)
+        o = gated_rms_norm(o, z, self.norm.weight, c.rms_norm_eps, activation="silu", norm_before_gate=True)
+        return self.out_proj(o.reshape(1, T, c.value_dim)), state, window
+
+
+class GatedAttention(nn.Module):
+    """Qwen3.5's attention: per-head q/k norms, partial RoPE, grouped KV heads over a KV cache,
+    output multiplied by sigmoid(gate) where the gate is the second half of each q_proj head."""
+
+    def __init__(self, c: HybridConfig) -> None:
+        super().__init__()
+        self.c = c
+        D, H, Hkv, hd = c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim
+        self.q_proj = nn.Linear(D, 2 * H * hd, bias=c.attention_bias)
+        self.k_proj = nn.Linear(D, Hkv * hd, bias=c.attention_bias)
+        self.v_proj = nn.Linear(D, Hkv * hd, bias=c.attention_bias)
+        self.o_proj = nn.Linear(H * hd, D, bias=c.attention_bias)
+        self.q_norm = ZeroCenteredRMSNorm(hd, c.rms_norm_eps)
+        self.k_norm = ZeroCenteredRMSNorm(hd, c.rms_norm_eps)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        c = self.c
+        T, H, Hkv, hd = x.shape[1], c.num_attention_heads, c.num_key_value_heads, c.head_dim
+        q, gate = self.q_proj(x).view(1, T, H, 2 * hd).chunk(2, dim=-1)
+        q = apply_rotary(self.q_norm(q), cos, sin)
+        k = apply_rotary(self.k_norm(self.k_proj(x).view(1, T, Hkv, hd)), cos, sin)
+        keys, values = cache.append(k, self.v_proj(x).view(1, T, Hkv, hd))
+        o = attention(q, keys, values, window=cache.window)
+        cache.trim()
+        return self.o_proj(o.reshape(1, T, H * hd) * torch.sigmoid(gate.reshape(1, T, H * hd)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c: HybridConfig, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        if kind == "linear_attention":
+            self.linear_attn = LinearAttention(c)
+        else:
+            self.self_attn = GatedAttention(c)
+        self.mlp = SwiGLU(c.hidden_size, c.intermediate_size)
+        self.input_layernorm = ZeroCenteredRMSNorm(c.hidden_size, c.rms_norm_eps)
+        self.post_attention_layernorm = ZeroCenteredRMSNorm(c.hidden_size, c.rms_norm_eps)
+
+
+class Trunk(nn.Module):
+    def __init__(self, c: HybridConfig) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(c, kind) for kind in c.layer_types)
+        self.norm = ZeroCenteredRMSNorm(c.hidden_size, c.rms_norm_eps)
+
+
+class Qwen35ForCausalLM(nn.Module):
+    """Parameter tree of transformers' Qwen3_5ForCausalLM (same state_dict keys)."""
+
+    def __init__(self, c: HybridConfig) -> None:
+        super().__init__()
+        self.config = c
+        self.model = Trunk(c)
+        self.lm_head = nn.Linear(c.hidden_size, c.vocab_size, bias=False)
+        if c.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    @torch.no_grad()
+    def init_weights(self, seed: int) -> None:
+        """transformers' Qwen3.5 initialisation (A in [0.01, 16], dt_bias = 1, zero-centred norms
+        at 0, gated norm at 1, normal(0, 0.02) matrices), reproducible from `seed`."""
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        for name, p in self.named_parameters():
+            if name.endswith("A_log"):
+                p.copy_(torch.empty(p.shape).uniform_(0.01, 16, generator=gen).log())
+            elif name.endswith("dt_bias") or name.endswith("linear_attn.norm.weight"):
+                p.fill_(1.0)
+            elif name.endswith("norm.weight") or name.endswith("bias"):
+                p.zero_()
+            else:
+                p.copy_(torch.empty(p.shape).normal_(0.0, 0.02, generator=gen))
+
+
+@dataclass
+class HybridState(State):
+    """Per layer, by kind: GDN layers hold the fp32 recurrent state [1, Hv, K, V] and the raw
+    conv window [1, conv_dim, kernel - 1]; attention layers their KV cache. Entries of the
+    other kind are None."""
+
+    recurrent: list[torch.Tensor | None]
+    conv: list[torch.Tensor | None]
+    kv: list[KVCache | None]
+    position: int = 0
+
+    def clone(self) -> "HybridState":
+        return HybridState(
+            recurrent=[None if s is None else s.clone() for s in self.recurrent],
+            conv=[None if w is None else w.clone() for w in self.conv],
+            kv=[None if c is None else c.clone() for c in self.kv],
+            position=self.position,
+        )
+
+    def nbytes(self) -> int:
+        tensors = [t for t in (*self.recurrent, *self.conv) if t is not None]
+        return sum(t.numel() * t.element_size() for t in tensors) + sum(c.nbytes() for c in self.kv if c is not None)
+
+    def scale_recurrent(self, lam: float) -> None:
+        for s in self.recurrent:
+            if s is not None:
+                s.mul_(lam)
+
+
+class HybridBackbone(Backbone):
+    """A Qwen3.5 language model (text) at batch size 1."""
+
+    def __init__(self, model: Qwen35ForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int,
+                 window: int | None = None, chat_template: str | None = None) -> None:
+        self.model = model.eval()
+        self.config = model.config
+        self.tokenizer = tokenizer
+        self.name = name
+        self.prefill_chunk = prefill_chunk
+        self.window = window
+        self.chat_template = chat_template
+        self.device = model.lm_head.weight.device
+        self.dtype = model.lm_head.weight.dtype
+        c = self.config
+        self.channels = [Channel(layer, h, c.linear_key_head_dim)
+                         for layer, kind in enumerate(c.layer_types) if kind == "linear_attention"
+                         for h in range(c.linear_num_key_heads)]
+        self.rope = c.rope().to(self.device)
+
+    def init_state(self) -> HybridState:
+        c = self.config
+        recurrent, conv, kv = [], [], []
+        for kind in c.layer_types:
+            linear = kind == "linear_attention"
+            recurrent.append(torch.zeros(1, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim,
+                                         dtype=torch.float32, device=self.device) if linear else None)
+            conv.append(torch.zeros(1, c.conv_dim, c.linear_conv_kernel_dim - 1, dtype=self.dtype,
+                                    device=self.device) if linear else None)
+            kv.append(None if linear else KVCache.empty(1, c.num_key_value_heads, c.head_dim, self.dtype, self.device,
+                                                        self.window))
+        return HybridState(recurrent, conv, kv)
+
+    @torch.no_grad()
+    def forward(self, state: HybridState, ids, observer: Observer | None = None) -> torch.Tensor:
+        ids = as_ids(ids, self.device)
+        if ids.numel() == 0:
+            raise ValueError("forward needs at least one token")
+        for start in range(0, ids.numel(), self.prefill_chunk):
+            last = self._chunk(state, ids[start:start + self.prefill_chunk], observer, start)
+        state.position += ids.numel()
+        m = self.model
+        return m.lm_head(m.model.norm(last)).float()
+
+    def _chunk(self, state: HybridState, ids: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
+        x = self.model.model.embed_tokens(ids)[None]
+        first = state.position + start
+        cos, sin = self.rope.cos_sin(torch.arange(first, first + ids.numel(), device=self.device), x.dtype)
+        for i, layer in enumerate(self.model.model.layers):
+            h = layer.input_layernorm(x)
+            if layer.kind == "linear_attention":
+                emit = None if observer is None else (lambda k, q, i=i: observer(i, start, k, q))
+                out, state.recurrent[i], state.conv[i] = layer.linear_attn(h, state.recurrent[i], state.conv[i], emit)
+            else:
+                out = layer.self_attn(h, cos, sin, state.kv[i])
+            x = x + out
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return x[0, -1]
+
+    def chat_prompt(self, user: str, system: str | None = None, enable_thinking: bool = False) -> str:
+        """The checkpoint's chat template applied to one user turn, ending with the assistant
+        header (thinking disabled by default, as the papers' LongBench v2 setup)."""
+        if self.chat_template is None:
+            raise BackboneLoadError(f"{self.name}: the checkpoint has no chat template (tokenizer_config.json "
+                                    f"chat_template or chat_template.jinja)")
+        from transformers.utils.chat_template_utils import render_jinja_template
+
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+        rendered, _ = render_jinja_template([messages], chat_template=self.chat_template, add_generation_prompt=True,
+                                            enable_thinking=enable_thinking)
+        return rendered[0]
+
+    def flops_per_token(self) -> dict[str, float]:
+        """{'backbone', 'lm_head', 'attention_per_key'} (memexp.costs): the attention layers'
+        QK^T and AV cost is per (query, key) pair, so it depends on the context."""
+        return qwen35_flops_per_token(asdict(self.config))
+
+    def state_bytes(self) -> dict[str, int]:
+        """fp32 GDN states and conv windows (compute dtype); the attention layers' KV cache
+        grows by 'kv_per_token' bytes per token read, so 'kv' is 0 before any token."""
+        config = asdict(self.config)
+        state = qwen35_state_bytes(config, 0, self.dtype)
+        return {**state, "kv_per_token": qwen35_state_bytes(config, 1, self.dtype)["kv"]}
+
+
+def checkpoint_name(name: str) -> str:
+    """Tensor names of the vision-language release onto the text model's tree."""
+    return name.replace("model.language_model.", "model.", 1)
+
+
+def read_chat_template(directory: Path, source: str | None = None, revision: str | None = None) -> str | None:
+    """The chat template of a checkpoint: tokenizer_config.json's `chat_template`, else
+    chat_template.jinja beside it (fetched from the hub for hub ids when absent)."""
+    directory = Path(directory)
+    tok_config = directory / "tokenizer_config.json"
+    if tok_config.is_file():
+        template = json.loads(tok_config.read_text()).get("chat_template")
+        if isinstance(template, str):
+            return template
+    jinja = directory / "chat_template.jinja"
+    if not jinja.is_file() and source is not None and not Path(source).expanduser().is_dir():
+        try:
+            jinja = resolve_pretrained(source, revision, patterns=["chat_template.jinja"]) / "chat_template.jinja"
+        except BackboneLoadError:
+            return None
+    return jinja.read_text() if jinja.is_file() else None
+
+
+def build(cfg: BackboneConfig) -> HybridBackbone:
+    """A Qwen3.5 backbone from a checkpoint (`cfg.pretrained`; `cfg.model` may override only
+    rope_parameters and max_position_embeddings, the YaRN switch) or random weights
+    (`cfg.model`, Qwen3_5TextConfig field names). `cfg.window` gives the attention layers a
+    sliding window."""
+    device = resolve_device(cfg.device)
+    dtype = resolve_dtype(cfg.dtype, device)
+    template = None
+    if cfg.pretrained is not None:
+        extra = set(cfg.model) - set(PRETRAINED_OVERRIDES)
+        if extra:
+            raise ConfigError(f"backbone.model.{sorted(extra)[0]}: with a checkpoint only "
+                              f"{', '.join(PRETRAINED_OVERRIDES)} may be overridden; the rest comes from its config.json")
+        directory = resolve_pretrained(cfg.pretrained, cfg.revision)
+        raw = read_config(directory)
+        text = dict(raw.get("text_config", raw))
+        text.setdefault("tie_word_embeddings", raw.get("tie_word_embeddings", False))
+        text.update(cfg.model)
+        conf = HybridConfig.from_dict(text, where=str(directory / "config.json"))
+        with torch.device("meta"):
+            model = Qwen35ForCausalLM(conf)
+        _place(model, device, dtype, empty=True)
+        load_weights(model, WeightFiles(directory), ignore=IGNORED_TENSORS, rename=checkpoint_name,
+                     source=str(directory))
+        tokenizer = load_tokenizer(cfg.tokenizer, directory)
+        template = read_chat_template(directory, cfg.pretrained, cfg.revision)
+    else:
+        conf = HybridConfig.from_dict(cfg.model, strict=True, where="backbone.model")
+        model = Qwen35ForCausalLM(conf)
+        model.init_weights(cfg.seed)
+        _place(model, device, dtype, empty=False)
+        tokenizer = load_tokenizer(cfg.tokenizer or "byte")
+    vocab = getattr(tokenizer, "vocab_size", None)
+    if vocab is not None and vocab > conf.vocab_size:
+        raise BackboneLoadError(f"tokenizer has {vocab} ids but the model's vocab_size is {conf.vocab_size}; "
+                                f"set backbone.tokenizer to the model's tokenizer")
+    return HybridBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk, cfg.window, template)
+
+
+def _place(model: Qwen35ForCausalLM, device: torch.device, dtype: torch.dtype, empty: bool) -> None:
+    """Move to device and compute dtype; the GDN gate parameters stay fp32 (Qwen3.5 keeps
+    A_log in fp32 and the decay is accumulated in fp32)."""
+    model.to(dtype=dtype)
+    for layer in model.model.layers:
+        if layer.kind == "linear_attention":
+            for p in (layer.linear_attn.A_log, layer.linear_attn.dt_bias):
+                p.data = p.data.float()
+    if empty:
+        model.to_empty(device=device)
+    else:
+        model.to(device=device)
+    if model.config.tie_word_embeddings:
+        model.lm_head.weight = model.model.embed_tokens.weight  # to_empty unties shared parameters
+

@@ -1,0 +1,393 @@
+"""Mamba-2 (mamba_ssm's MambaLMHeadModel / transformers' Mamba2ForCausalLM) behind the
+native memory interface.
+
+Reads both checkpoint formats: mamba_ssm's (config.json with d_model / n_layer / ssm_cfg,
+`backbone.embedding.weight`; state-spaces/mamba2-*, and nvidia/mamba2-8b-3t-4k once
+converted by scripts/convert_mamba2_megatron.py) and transformers' (model_type 'mamba2',
+`backbone.embeddings.weight`). Modules are named like transformers' so its tensors load by
+name; mamba_ssm's differ only in the embedding.
+
+Per block: x += mixer(norm(x)) (residual stream in fp32 when residual_in_fp32), where
+
+    z, xBC, dt = in_proj x                                  [d_inner | d_inner + 2GN | H]
+    xBC        = silu(short_conv(xBC) + conv bias)          carried raw window of d_conv - 1 inputs
+    x, B, C    = xBC                                        [T, H, P], [T, G, N], [T, G, N] -> observer (B, C)
+    y          = ssd(x, dt, A, B, C, D)                     state [H, P, N] fp32
+    out        = out_proj(group_rms_norm(y * silu(z)))      norm per group of d_inner / G channels
+
+Channels: one per (layer, B/C group), d_k = d_state; the observer sees keys = B and
+queries = C, L2-normalised (B and C enter the SSD scan unnormalised; the observer gets
+unit vectors for cosine routing). `scale_recurrent(lam)` scales the SSM states only (the
+NoteBank paper's rescale before readout; lam = 0 is the clean start), leaving the conv
+windows and the position counter as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer, as_ids
+from memexp.backbones.gdn import RMSNorm
+from memexp.backbones.loading import (
+    BackboneLoadError,
+    WeightFiles,
+    load_tokenizer,
+    load_weights,
+    read_config,
+    resolve_device,
+    resolve_dtype,
+    resolve_pretrained,
+)
+from memexp.backbones.ops import gated_rms_norm, short_conv
+from memexp.backbones.ops.ssd import ssd
+from memexp.config import BackboneConfig, ConfigError
+from memexp.costs import mamba2_flops_per_token, mamba2_state_bytes
+
+HF_INERT_FIELDS = {  # transformers Mamba2Config fields that do not change inference results
+    "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",
+    "hidden_act", "initializer_range", "time_step_rank", "time_step_min", "time_step_max", "time_step_floor",
+    "rescale_prenorm_residual", "rms_norm", "output_hidden_states", "return_dict",
+}
+MEGATRON_EXTRA = [r"_extra_state$"]
+
+
+@dataclass
+class Mamba2Config:
+    """The architecture, with the field names and defaults of transformers' Mamba2Config
+    (except n_groups, whose mamba_ssm default of 1 is the 1.3B model's)."""
+
+    hidden_size: int = 2048
+    num_hidden_layers: int = 48
+    num_heads: int = 64
+    head_dim: int = 64
+    state_size: int = 128
+    n_groups: int = 1
+    expand: int = 2
+    conv_kernel: int = 4
+    use_bias: bool = False
+    use_conv_bias: bool = True
+    layer_norm_epsilon: float = 1e-5
+    residual_in_fp32: bool = True
+    chunk_size: int = 256
+    time_step_limit: tuple = (0.0, math.inf)
+    vocab_size: int = 50288
+    tie_word_embeddings: bool = True
+    bos_token_id: int | None = 0
+    eos_token_id: int | None = 0
+
+    @classmethod
+    def from_dict(cls, values: dict, strict: bool = False, where: str = "config.json") -> "Mamba2Config":
+        """From a transformers or mamba_ssm config.json (unknown keys ignored), or from
+        `backbone.model` in transformers' field names (strict: unknown keys are errors)."""
+        if "d_model" in values:
+            return cls.from_mamba_ssm(values, where)
+        if values.get("model_type", "mamba2") != "mamba2":
+            raise BackboneLoadError(f"{where}: model_type={values['model_type']!r} is not Mamba-2 ('mamba2'); "
+                                    f"choose the matching backbone.arch")
+        known = {f.name for f in fields(cls)}
+        if strict:
+            for key in values:
+                if key not in known and key not in HF_INERT_FIELDS:
+                    raise ConfigError(f"{where}.{key}: unknown field; allowed fields are {', '.join(sorted(known))}")
+        conf = cls(**{k: v for k, v in values.items() if k in known})
+        if values.get("rms_norm") is False:
+            raise BackboneLoadError(f"{where}: rms_norm=false (ungated Mamba-2 output) is not supported")
+        if isinstance(conf.eos_token_id, list):
+            conf.eos_token_id = conf.eos_token_id[0]
+        conf.time_step_limit = tuple(_json_float(t) for t in conf.time_step_limit)
+        conf.check(where)
+        return conf
+
+    @classmethod
+    def from_mamba_ssm(cls, values: dict, where: str) -> "Mamba2Config":
+        """mamba_ssm's MambaConfig: d_model, n_layer, vocab_size padded to
+        pad_vocab_size_multiple, the mixer's arguments in ssm_cfg."""
+        ssm = dict(values.get("ssm_cfg") or {})
+        if ssm.get("layer", "Mamba2") != "Mamba2":
+            raise BackboneLoadError(f"{where}: ssm_cfg.layer={ssm['layer']!r}; memexp reads Mamba2 layers only")
+        unsupported = {
+            "d_intermediate": values.get("d_intermediate", 0) != 0,
+            "attn_layer_idx": bool(values.get("attn_layer_idx")),
+            "rms_norm": values.get("rms_norm", True) is not True,
+            "ssm_cfg.d_ssm": ssm.get("d_ssm") is not None,
+            "ssm_cfg.D_has_hdim": bool(ssm.get("D_has_hdim", False)),
+            "ssm_cfg.rmsnorm": ssm.get("rmsnorm", True) is not True,
+            "ssm_cfg.norm_before_gate": bool(ssm.get("norm_before_gate", False)),
+        }
+        bad = [k for k, v in unsupported.items() if v]
+        if bad:
+            raise BackboneLoadError(f"{where}: {', '.join(bad)} not supported by memexp's Mamba-2 (pure Mamba2 "
+                                    f"mixers with gated RMSNorm, no MLP or attention layers)")
+        d_model = values["d_model"]
+        expand = ssm.get("expand", 2)
+        head_dim = ssm.get("headdim", 64)
+        multiple = values.get("pad_vocab_size_multiple", 8)
+        vocab = values["vocab_size"]
+        vocab += (-vocab) % multiple
+        conf = cls(
+            hidden_size=d_model,
+            num_hidden_layers=values["n_layer"],
+            num_heads=expand * d_model // head_dim,
+            head_dim=head_dim,
+            state_size=ssm.get("d_state", 128),
+            n_groups=ssm.get("ngroups", 1),
+            expand=expand,
+            conv_kernel=ssm.get("d_conv", 4),
+            use_bias=ssm.get("bias", False),
+            use_conv_bias=ssm.get("conv_bias", True),
+            layer_norm_epsilon=values.get("norm_epsilon", 1e-5),
+            residual_in_fp32=values.get("residual_in_fp32", True),
+            chunk_size=ssm.get("chunk_size", 256),
+            time_step_limit=tuple(_json_float(t) for t in ssm.get("dt_limit", (0.0, math.inf))),
+            vocab_size=vocab,
+            tie_word_embeddings=values.get("tie_embeddings", True),
+        )
+        conf.check(where)
+        return conf
+
+    def check(self, where: str) -> None:
+        if self.hidden_size * self.expand != self.num_heads * self.head_dim:
+            raise ConfigError(f"{where}: hidden_size * expand ({self.hidden_size * self.expand}) must equal "
+                              f"num_heads * head_dim ({self.num_heads * self.head_dim})")
+        if self.num_heads % self.n_groups:
+            raise ConfigError(f"{where}.n_groups={self.n_groups}: must divide num_heads={self.num_heads}")
+
+    @property
+    def d_inner(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return self.d_inner + 2 * self.n_groups * self.state_size
+
+
+def _json_float(value) -> float:
+    """A float from config.json, where transformers writes infinity as {"__float__": "Infinity"}."""
+    if isinstance(value, dict):
+        value = value.get("__float__")
+    return float(value)
+
+
+class Mamba2Mixer(nn.Module):
+    """One Mamba-2 mixer; forward advances its (SSM state, conv window) over a chunk."""
+
+    def __init__(self, c: Mamba2Config) -> None:
+        super().__init__()
+        self.c = c
+        self.in_proj = nn.Linear(c.hidden_size, c.d_inner + c.conv_dim + c.num_heads, bias=c.use_bias)
+        self.conv1d = nn.Conv1d(c.conv_dim, c.conv_dim, c.conv_kernel, groups=c.conv_dim, bias=c.use_conv_bias)
+        self.dt_bias = nn.Parameter(torch.empty(c.num_heads))
+        self.A_log = nn.Parameter(torch.empty(c.num_heads))
+        self.D = nn.Parameter(torch.empty(c.num_heads))
+        self.norm = RMSNorm(c.d_inner, c.layer_norm_epsilon)
+        self.out_proj = nn.Linear(c.d_inner, c.hidden_size, bias=c.use_bias)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        ssm_state: torch.Tensor,
+        window: torch.Tensor,
+        emit=None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x: [1, T, hidden]; ssm_state: [1, H, P, N] fp32; window: [1, conv_dim, d_conv - 1].
+        `emit(keys, queries)` receives B and C as [T, G, N], L2-normalised.
+        Returns (out [1, T, hidden], new SSM state, new window)."""
+        c = self.c
+        T = x.shape[1]
+        z, xBC, dt = self.in_proj(x).split([c.d_inner, c.conv_dim, c.num_heads], dim=-1)
+        xBC, window = short_conv(xBC, self.conv1d.weight, self.conv1d.bias, window=window, activation="silu")
+        xs, B, C = xBC.split([c.d_inner, c.n_groups * c.state_size, c.n_groups * c.state_size], dim=-1)
+        B = B.view(1, T, c.n_groups, c.state_size)
+        C = C.view(1, T, c.n_groups, c.state_size)
+        if emit is not None:
+            emit(F.normalize(B[0].float(), dim=-1).to(x.dtype), F.normalize(C[0].float(), dim=-1).to(x.dtype))
+        y, ssm_state = ssd(
+            xs.view(1, T, c.num_heads, c.head_dim),
+            dt,
+            -torch.exp(self.A_log.float()),
+            B,
+            C,
+            D=self.D,
+            dt_bias=self.dt_bias,
+            dt_softplus=True,
+            dt_limit=c.time_step_limit,
+            initial_state=ssm_state,
+            chunk_size=c.chunk_size,
+        )
+        y = gated_rms_norm(
+            y.reshape(1, T, c.d_inner),
+            z,
+            self.norm.weight,
+            c.layer_norm_epsilon,
+            activation="silu",
+            norm_before_gate=False,
+            group_size=c.d_inner // c.n_groups,
+        )
+        return self.out_proj(y), ssm_state, window
+
+
+class Mamba2Block(nn.Module):
+    def __init__(self, c: Mamba2Config) -> None:
+        super().__init__()
+        self.norm = RMSNorm(c.hidden_size, c.layer_norm_epsilon)
+        self.mixer = Mamba2Mixer(c)
+
+
+class Mamba2Trunk(nn.Module):
+    def __init__(self, c: Mamba2Config) -> None:
+        super().__init__()
+        self.embeddings = nn.Embedding(c.vocab_size, c.hidden_size)
+        self.layers = nn.ModuleList(Mamba2Block(c) for _ in range(c.num_hidden_layers))
+        self.norm_f = RMSNorm(c.hidden_size, c.layer_norm_epsilon)
+
+
+class Mamba2ForCausalLM(nn.Module):
+    """Parameter tree of transformers' Mamba2ForCausalLM (same state_dict keys)."""
+
+    def __init__(self, c: Mamba2Config) -> None:
+        super().__init__()
+        self.config = c
+        self.backbone = Mamba2Trunk(c)
+        self.lm_head = nn.Linear(c.hidden_size, c.vocab_size, bias=False)
+        if c.tie_word_embeddings:
+            self.lm_head.weight = self.backbone.embeddings.weight
+
+    @torch.no_grad()
+    def init_weights(self, seed: int) -> None:
+        """mamba_ssm's initialisation (A in [1, 16], dt in [1e-3, 0.1], D = 1), reproducible
+        from `seed` whatever the global RNG holds."""
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        for name, p in self.named_parameters():
+            if name.endswith("A_log"):
+                p.copy_(torch.empty(p.shape).uniform_(1, 16, generator=gen).log())
+            elif name.endswith("dt_bias"):
+                dt = torch.exp(torch.rand(p.shape, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
+                dt = dt.clamp(min=1e-4)
+                p.copy_(dt + torch.log(-torch.expm1(-dt)))
+            elif name.endswith(".D") or name.endswith("norm.weight") or name.endswith("norm_f.weight"):
+                p.fill_(1.0)
+            elif name.endswith("bias"):
+                p.zero_()
+            else:
+                p.copy_(torch.empty(p.shape).normal_(0.0, 0.02, generator=gen))
+
+
+@dataclass
+class Mamba2State(State):
+    """Per layer: the fp32 SSM state [1, H, P, N] and the raw conv window
+    [1, conv_dim, d_conv - 1] (the last xBC inputs before the conv, compute dtype)."""
+
+    ssm: list[torch.Tensor]
+    conv: list[torch.Tensor]
+    position: int = 0
+
+    def clone(self) -> "Mamba2State":
+        return Mamba2State([s.clone() for s in self.ssm], [w.clone() for w in self.conv], self.position)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (*self.ssm, *self.conv))
+
+    def scale_recurrent(self, lam: float) -> None:
+        for s in self.ssm:
+            s.mul_(lam)
+
+
+class Mamba2Backbone(Backbone):
+    """A Mamba-2 language model at batch size 1."""
+
+    def __init__(self, model: Mamba2ForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int) -> None:
+        self.model = model.eval()
+        self.config = model.config
+        self.tokenizer = tokenizer
+        self.name = name
+        self.prefill_chunk = prefill_chunk
+        self.device = model.lm_head.weight.device
+        self.dtype = model.lm_head.weight.dtype
+        c = self.config
+        self.channels = [Channel(layer, g, c.state_size) for layer in range(c.num_hidden_layers) for g in range(c.n_groups)]
+
+    def init_state(self) -> Mamba2State:
+        c = self.config
+        L = c.num_hidden_layers
+        ssm = [torch.zeros(1, c.num_heads, c.head_dim, c.state_size, dtype=torch.float32, device=self.device)
+               for _ in range(L)]
+        conv = [torch.zeros(1, c.conv_dim, c.conv_kernel - 1, dtype=self.dtype, device=self.device) for _ in range(L)]
+        return Mamba2State(ssm, conv)
+
+    @torch.no_grad()
+    def forward(self, state: Mamba2State, ids, observer: Observer | None = None) -> torch.Tensor:
+        ids = as_ids(ids, self.device)
+        if ids.numel() == 0:
+            raise ValueError("forward needs at least one token")
+        for start in range(0, ids.numel(), self.prefill_chunk):
+            last = self._chunk(state, ids[start:start + self.prefill_chunk], observer, start)
+        state.position += ids.numel()
+        m = self.model
+        return m.lm_head(m.backbone.norm_f(last).to(self.dtype)).float()
+
+    def _chunk(self, state: Mamba2State, ids: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
+        """Advance every layer over one bounded chunk; returns the last residual [hidden]."""
+        residual_dtype = torch.float32 if self.config.residual_in_fp32 else self.dtype
+        x = self.model.backbone.embeddings(ids)[None].to(residual_dtype)
+        for i, block in enumerate(self.model.backbone.layers):
+            emit = None if observer is None else (lambda k, q, i=i: observer(i, start, k, q))
+            out, state.ssm[i], state.conv[i] = block.mixer(block.norm(x).to(self.dtype), state.ssm[i], state.conv[i], emit)
+            x = x + out.to(residual_dtype)
+        return x[0, -1]
+
+    def flops_per_token(self) -> dict[str, float]:
+        return mamba2_flops_per_token(asdict(self.config))
+
+    def state_bytes(self) -> dict[str, int]:
+        """fp32 SSM states and conv windows of d_conv - 1 inputs in the compute dtype; no KV."""
+        return mamba2_state_bytes(asdict(self.config), self.dtype)
+
+
+def build(cfg: BackboneConfig) -> Mamba2Backbone:
+    """A Mamba-2 backbone from a checkpoint (`cfg.pretrained`, either format) or random
+    weights (`cfg.model`, transformers' field names)."""
+    device = resolve_device(cfg.device)
+    dtype = resolve_dtype(cfg.dtype, device)
+    if cfg.pretrained is not None:
+        if cfg.model:
+            raise ConfigError(f"backbone.model: fields are for random init only; the architecture of "
+                              f"{cfg.pretrained!r} comes from its config.json (set backbone.model={{}})")
+        directory = resolve_pretrained(cfg.pretrained, cfg.revision)
+        raw = read_config(directory)
+        conf = Mamba2Config.from_dict(raw, where=str(directory / "config.json"))
+        with torch.device("meta"):
+            model = Mamba2ForCausalLM(conf)
+        _place(model, device, dtype, empty=True)
+        rename = (lambda n: n.replace("backbone.embedding.", "backbone.embeddings.")) if "d_model" in raw else None
+        load_weights(model, WeightFiles(directory), ignore=MEGATRON_EXTRA, rename=rename, source=str(directory))
+        tokenizer = load_tokenizer(cfg.tokenizer, directory)
+    else:
+        conf = Mamba2Config.from_dict(cfg.model, strict=True, where="backbone.model")
+        model = Mamba2ForCausalLM(conf)
+        model.init_weights(cfg.seed)
+        _place(model, device, dtype, empty=False)
+        tokenizer = load_tokenizer(cfg.tokenizer or "byte")
+    vocab = getattr(tokenizer, "vocab_size", None)
+    if vocab is not None and vocab > conf.vocab_size:
+        raise BackboneLoadError(f"tokenizer has {vocab} ids but the model's vocab_size is {conf.vocab_size}; "
+                                f"set backbone.tokenizer to the model's tokenizer")
+    return Mamba2Backbone(model, tokenizer, cfg.name, cfg.prefill_chunk)
+
+
+def _place(model: Mamba2ForCausalLM, device: torch.device, dtype: torch.dtype, empty: bool) -> None:
+    """Move to device and compute dtype; A_log, dt_bias and D stay fp32 like mamba_ssm's."""
+    model.to(dtype=dtype)
+    for layer in model.backbone.layers:
+        for p in (layer.mixer.A_log, layer.mixer.dt_bias, layer.mixer.D):
+            p.data = p.data.float()
+    if empty:
+        model.to_empty(device=device)
+    else:
+        model.to(device=device)
+    if model.config.tie_word_embeddings:
+        model.lm_head.weight = model.backbone.embeddings.weight  # to_empty unties shared parameters

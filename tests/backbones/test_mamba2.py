@@ -1,0 +1,265 @@
+"""Mamba-2: parity with transformers' Mamba2ForCausalLM (torch path), mamba_ssm-format
+loading, exact continuation, independent clones, rescale, observer features, methods."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from memexp.backbones.loading import BackboneLoadError
+from memexp.backbones.mamba2 import Mamba2Config, build
+from memexp.backbones.ops.ssd import ssd
+from memexp.backbones.tokenizer import ByteTokenizer
+from memexp.config import BackboneConfig
+
+TINY = dict(hidden_size=32, num_hidden_layers=2, num_heads=4, head_dim=16, state_size=8, n_groups=2,
+            vocab_size=300, chunk_size=8)
+
+
+def tiny(prefill_chunk: int = 2048, **model) -> object:
+    return build(BackboneConfig(name="tiny_mamba2", arch="mamba2", device="cpu", tokenizer="byte",
+                                prefill_chunk=prefill_chunk, model={**TINY, **model}))
+
+
+def feed(backbone, pieces, state=None):
+    state = backbone.init_state() if state is None else state
+    for piece in pieces:
+        logits = backbone.forward(state, piece)
+    return logits, state
+
+
+def assert_same_state(a, b, atol=1e-5):
+    assert a.position == b.position
+    for x, y in zip(a.ssm + a.conv, b.ssm + b.conv):
+        torch.testing.assert_close(x, y, atol=atol, rtol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def hf_checkpoint(tmp_path_factory):
+    """A tiny transformers Mamba2ForCausalLM (every weight perturbed off its init) saved
+    with save_pretrained, plus its reference logits over a fixed sequence."""
+    from transformers import Mamba2Config as HFConfig
+    from transformers import Mamba2ForCausalLM
+
+    torch.manual_seed(0)
+    model = Mamba2ForCausalLM(HFConfig(**TINY, expand=2, tie_word_embeddings=True)).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    directory = tmp_path_factory.mktemp("hf_mamba2")
+    model.save_pretrained(directory)
+    ByteTokenizer().save(directory)
+    ids = torch.randint(0, TINY["vocab_size"], (1, 41))
+    with torch.no_grad():
+        logits = model(ids).logits[0]
+    return directory, model, ids[0], logits
+
+
+@pytest.mark.parametrize("cuts", [[41], [1, 2, 38], [3, 9, 29], [20, 21]])
+def test_logits_match_transformers(hf_checkpoint, cuts):
+    directory, _, ids, ref = hf_checkpoint
+    backbone = build(BackboneConfig(name="m", arch="mamba2", pretrained=str(directory), device="cpu", prefill_chunk=16))
+    state, end = backbone.init_state(), 0
+    for n in cuts:
+        logits = backbone.forward(state, ids[end:end + n])
+        end += n
+        torch.testing.assert_close(logits, ref[end - 1], atol=1e-4, rtol=1e-4)
+    assert state.position == ids.numel()
+
+
+def test_reads_mamba_ssm_format(hf_checkpoint, tmp_path):
+    """mamba_ssm's config.json (d_model, n_layer, ssm_cfg, padded vocab) and state dict
+    (`backbone.embedding.weight`, pytorch_model.bin) give the same logits."""
+    _, model, ids, ref = hf_checkpoint
+    state_dict = {k.replace("backbone.embeddings.", "backbone.embedding."): v.clone() for k, v in model.state_dict().items()}
+    torch.save(state_dict, tmp_path / "pytorch_model.bin")
+    config = {
+        "d_model": TINY["hidden_size"], "d_intermediate": 0, "n_layer": TINY["num_hidden_layers"],
+        "vocab_size": 290, "pad_vocab_size_multiple": 20, "rms_norm": True, "residual_in_fp32": True,
+        "fused_add_norm": True, "tie_embeddings": True, "attn_layer_idx": [], "attn_cfg": {},
+        "ssm_cfg": {"layer": "Mamba2", "d_state": TINY["state_size"], "headdim": TINY["head_dim"],
+                    "ngroups": TINY["n_groups"], "chunk_size": 4},
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    ByteTokenizer().save(tmp_path)
+    backbone = build(BackboneConfig(name="m", arch="mamba2", pretrained=str(tmp_path), device="cpu"))
+    assert backbone.config.vocab_size == 300 and backbone.config.n_groups == 2
+    torch.testing.assert_close(backbone.forward(backbone.init_state(), ids), ref[-1], atol=1e-4, rtol=1e-4)
+
+
+def test_mamba_ssm_mlp_layers_are_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"d_model": 32, "n_layer": 1, "vocab_size": 300,
+                                                      "d_intermediate": 64, "ssm_cfg": {"layer": "Mamba2"}}))
+    with pytest.raises(BackboneLoadError, match="d_intermediate"):
+        Mamba2Config.from_dict(json.loads((tmp_path / "config.json").read_text()))
+
+
+def test_ssd_chunked_equals_recurrent_with_initial_state():
+    torch.manual_seed(1)
+    x, dt = torch.randn(1, 37, 4, 8), torch.randn(1, 37, 4)
+    B, C = torch.randn(1, 37, 2, 16), torch.randn(1, 37, 2, 16)
+    A, D, bias, h0 = -torch.rand(4) * 4, torch.randn(4), torch.randn(4), torch.randn(1, 4, 8, 16)
+    y1, s1 = ssd(x, dt, A, B, C, D, bias, initial_state=h0, form="recurrent")
+    y2, s2 = ssd(x, dt, A, B, C, D, bias, initial_state=h0, form="chunk", chunk_size=8)
+    torch.testing.assert_close(y1, y2, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(s1, s2, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("cuts", [[1, 1, 1, 47], [2, 48], [3, 17, 30], [25, 25]])
+def test_continuation_is_exact(cuts):
+    """Splits inside the conv window (1, 2 tokens < d_conv - 1 = 3), across SSD chunks and
+    across prefill chunks give the same logits and state as one pass."""
+    backbone = tiny(prefill_chunk=13)
+    ids = torch.randint(0, 300, (sum(cuts),))
+    whole, s_whole = feed(backbone, [ids])
+    pieces, start = [], 0
+    for n in cuts:
+        pieces.append(ids[start:start + n])
+        start += n
+    split, s_split = feed(backbone, pieces)
+    torch.testing.assert_close(split, whole, atol=1e-5, rtol=1e-5)
+    assert_same_state(s_split, s_whole)
+
+
+def test_clone_branches_are_independent():
+    backbone = tiny()
+    ids = torch.randint(0, 300, (30,))
+    _, base = feed(backbone, [ids[:20]])
+    branch = base.clone()
+    backbone.forward(branch, ids[20:25])
+    after_base, _ = feed(backbone, [ids[20:]], base)
+    reference, _ = feed(backbone, [ids])
+    torch.testing.assert_close(after_base, reference, atol=1e-5, rtol=1e-5)
+    assert branch.position == 25 and base.position == 30
+    assert all(a.data_ptr() != b.data_ptr() for a, b in zip(branch.ssm + branch.conv, base.ssm + base.conv))
+
+
+def test_rescale_zero_resets_ssm_keeps_windows_and_position():
+    backbone = tiny()
+    _, state = feed(backbone, [torch.randint(0, 300, (12,))])
+    windows = [w.clone() for w in state.conv]
+    assert all(s.abs().sum() > 0 for s in state.ssm)
+    state.scale_recurrent(0.0)
+    assert all(torch.count_nonzero(s) == 0 for s in state.ssm)
+    assert all(torch.equal(w, v) for w, v in zip(state.conv, windows))
+    assert state.position == 12
+    half = tiny()
+    _, s = feed(half, [torch.randint(0, 300, (12,))])
+    before = [t.clone() for t in s.ssm]
+    s.scale_recurrent(0.5)
+    assert all(torch.allclose(a, 0.5 * b) for a, b in zip(s.ssm, before))
+
+
+def test_observer_sees_normalised_b_and_c_per_group():
+    backbone = tiny(prefill_chunk=7)
+    assert [(c.layer, c.head, c.d_k) for c in backbone.channels] == [(layer, g, 8) for layer in range(2) for g in range(2)]
+    calls = []
+    backbone.forward(backbone.init_state(), torch.randint(0, 300, (10,)),
+                     observer=lambda layer, start, k, q: calls.append((layer, start, k.clone(), q.clone())))
+    assert [(c[0], c[1]) for c in calls] == [(0, 0), (1, 0), (0, 7), (1, 7)]
+    for _, start, k, q in calls:
+        assert k.shape == q.shape == (7 if start == 0 else 3, 2, 8)
+        torch.testing.assert_close(k.norm(dim=-1), torch.ones(k.shape[:2]), atol=1e-4, rtol=0)
+        torch.testing.assert_close(q.norm(dim=-1), torch.ones(q.shape[:2]), atol=1e-4, rtol=0)
+    mixer = backbone.model.backbone.layers[0].mixer
+    x = backbone.model.backbone.embeddings(torch.tensor([5]))[None]
+    xBC = mixer.in_proj(backbone.model.backbone.layers[0].norm(x))[..., 64:64 + mixer.c.conv_dim]
+    B = torch.nn.functional.silu(xBC[0, 0, 64:80] * mixer.conv1d.weight[64:80, 0, -1] + mixer.conv1d.bias[64:80])
+    got = []
+    backbone.forward(backbone.init_state(), [5], observer=lambda layer, s, k, q: got.append(k) if layer == 0 else None)
+    torch.testing.assert_close(got[0][0], torch.nn.functional.normalize(B.view(2, 8), dim=-1), atol=1e-5, rtol=1e-5)
+
+
+def test_generate_is_greedy_continuation():
+    backbone = tiny()
+    prompt = torch.randint(0, 300, (9,))
+    out = backbone.generate(backbone.init_state(), prompt, 5, stop=[])
+    ids = prompt.tolist()
+    for token in out:
+        assert int(torch.argmax(backbone.forward(backbone.init_state(), ids))) == token
+        ids.append(token)
+
+
+def test_offline_hub_id_fails_clearly(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(BackboneLoadError, match="state-spaces/mamba2-1.3b"):
+        build(BackboneConfig(name="mamba2", arch="mamba2", pretrained="state-spaces/mamba2-1.3b", device="cpu"))
+
+
+@pytest.mark.parametrize("method", ["plain", "notebank"])
+def test_methods_run_end_to_end(method):
+    from memexp.benchmarks.base import Question
+    from memexp.config import NoteBankConfig, PlainConfig
+    from memexp.methods import build_method
+
+    cfg = PlainConfig() if method == "plain" else NoteBankConfig(chunk_size=64, window=8, tail=8, span_budget=16, address_dim=4,
+                                                                  rescale=0.0)
+    backbone = tiny()
+    tok = backbone.tokenizer
+    context = tok.encode(" ".join(f"Fact {i}: the code for item {i} is {7 * i + 3}." for i in range(12)), add_bos=True)
+    question = Question(id="q", prompt="What is the code for item 4?", references=["31"], metric="string_match",
+                        max_new_tokens=4)
+    m = build_method(cfg)
+    memory = m.read(backbone, context)
+    position = memory.state.position
+    answer = m.answer(backbone, memory, tok.encode(question.prompt), question)
+    assert 1 <= len(answer.ids) <= 4
+    assert memory.state.position == position
+    if method == "notebank":
+        assert memory.stats["notes"] > 0 and answer.tokens["replay"] > 0
+
+
+def test_megatron_conversion_loads(hf_checkpoint, tmp_path):
+    """scripts/convert_mamba2_megatron.py: Megatron names, Transformer Engine extra state,
+    a norm fused into in_proj and the saved Megatron args give a mamba_ssm directory that
+    loads with the same logits (ngroups from the args, untied output layer)."""
+    import argparse
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _, model, ids, ref = hf_checkpoint
+    sd = {}
+    for name, t in model.state_dict().items():
+        name = (name.replace("backbone.embeddings.weight", "embedding.word_embeddings.weight")
+                .replace("backbone.norm_f.weight", "decoder.final_norm.weight")
+                .replace("lm_head.weight", "output_layer.weight")
+                .replace("backbone.layers.", "decoder.layers."))
+        if name.endswith(".norm.weight") and ".mixer." not in name:
+            name = name.replace(".norm.weight", ".mixer.in_proj.layer_norm_weight")
+        sd[name] = t.clone()
+    sd["decoder.layers.0.mixer.in_proj._extra_state"] = torch.tensor([1, 2, 3], dtype=torch.uint8)
+    megatron = tmp_path / "release" / "mp_rank_00"
+    megatron.mkdir(parents=True)
+    torch.save({"model": sd, "args": argparse.Namespace(mamba_num_groups=2), "iteration": 1},
+               megatron / "model_optim_rng.pt")
+    tok = tmp_path / "tok"
+    ByteTokenizer().save(tok)
+    out = tmp_path / "converted"
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, str(root / "scripts" / "convert_mamba2_megatron.py"),
+                    str(megatron / "model_optim_rng.pt"), str(out), "--tokenizer", str(tok), "--ngroups", "8"],
+                   check=True, capture_output=True, timeout=300)
+    config = json.loads((out / "config.json").read_text())
+    assert config["ssm_cfg"]["ngroups"] == 2 and config["ssm_cfg"]["d_state"] == TINY["state_size"]
+    backbone = build(BackboneConfig(name="m8", arch="mamba2", pretrained=str(out), device="cpu"))
+    torch.testing.assert_close(backbone.forward(backbone.init_state(), ids), ref[-1], atol=1e-4, rtol=1e-4)
+
+
+def test_backbone_options():
+    """backbone=mamba2 / mamba2_8b name the paper's checkpoints; the tiny option builds."""
+    from omegaconf import OmegaConf
+
+    from memexp.backbones import CONF_DIR, load_backbone
+
+    assert OmegaConf.load(CONF_DIR / "mamba2.yaml").pretrained == "state-spaces/mamba2-1.3b"
+    eight = OmegaConf.load(CONF_DIR / "mamba2_8b.yaml")
+    assert eight.arch == "mamba2" and eight.pretrained.endswith("mamba2-8b-3t-4k")
+    backbone = load_backbone("tiny_mamba2_random")
+    state_bytes = backbone.state_bytes()
+    assert state_bytes["recurrent"] + state_bytes["conv"] == backbone.init_state().nbytes()
+    assert backbone.config.n_groups == 2 and len(backbone.channels) == 4
