@@ -48,12 +48,12 @@ def _cost(argv: list[str]) -> int:
     import json
 
     from memexp.app import load_config
-    from memexp.costs import cost_report, format_cost_table
+    from memexp.costs import PAPER_OUTPUT_TOKENS, PAPER_QUESTION_TOKENS, cost_report, format_cost_table
 
     as_json = _pop_flag(argv, "--json")
     length = _pop_int(argv, "length", 1_048_576)
-    question = _pop_int(argv, "question_tokens", 64)
-    output = _pop_int(argv, "output_tokens", 32)
+    question = _pop_int(argv, "question_tokens", PAPER_QUESTION_TOKENS)
+    output = _pop_int(argv, "output_tokens", PAPER_OUTPUT_TOKENS)
     cfg = load_config(argv)
     report = cost_report(cfg, length=length, question_tokens=question, output_tokens=output)
     print(json.dumps(report, indent=2) if as_json else format_cost_table(report))

@@ -99,15 +99,18 @@ def summarize(records: Iterable[dict]) -> dict[str, Any]:
     cells: dict[tuple[str, str], list[float]] = defaultdict(list)
     by_task: dict[str, list[float]] = defaultdict(list)
     all_scores: list[float] = []
-    extra: dict[str, list[float]] = defaultdict(list)
+    flops = {"added": 0.0, "plain": 0.0}
+    storage: list[float] = []
     for r in records:
         cells[(r["task"], str(r["length"]))].append(r["score"])
         by_task[r["task"]].append(r["score"])
         all_scores.append(r["score"])
-        for key in ("added_flops_ratio", "storage_bytes"):
-            v = (r.get("costs") or {}).get(key)
-            if v is not None:
-                extra[key].append(v)
+        costs = r.get("costs") or {}
+        if costs.get("added_flops") is not None and costs.get("plain_flops"):
+            flops["added"] += costs["added_flops"]
+            flops["plain"] += costs["plain_flops"]
+        if costs.get("storage_bytes") is not None:
+            storage.append(costs["storage_bytes"])
     table: dict[str, dict[str, float]] = defaultdict(dict)
     counts: dict[str, dict[str, int]] = defaultdict(dict)
     for (task, length), scores in sorted(cells.items(), key=lambda kv: (kv[0][0], _length_order(kv[0][1]))):
@@ -127,8 +130,10 @@ def summarize(records: Iterable[dict]) -> dict[str, Any]:
         "overall": round(sum(all_scores) / len(all_scores), 2) if all_scores else None,
         "num_questions": len(all_scores),
     }
-    for key, values in extra.items():
-        out[f"mean_{key}"] = sum(values) / len(values)
+    if flops["plain"]:
+        out["added_flops_ratio"] = 100.0 * flops["added"] / flops["plain"]  # percent, NoteBank Eq. 16
+    if storage:
+        out["mean_storage_bytes"] = sum(storage) / len(storage)
     return out
 
 
@@ -146,6 +151,13 @@ def format_table(summary: dict, title: str = "") -> str:
         lines.append(task.ljust(w) + cells + f"{summary['by_task'][task]:9.2f}")
     lines.append("-" * len(head))
     lines.append("mean".ljust(w) + "".join(f"{summary['by_length'][n]:9.2f}" for n in lengths) + f"{summary['overall']:9.2f}")
+    costs = []
+    if summary.get("added_flops_ratio") is not None:
+        costs.append(f"added FLOPs {summary['added_flops_ratio']:.4g} % of Plain")
+    if summary.get("mean_storage_bytes") is not None:
+        costs.append(f"persistent storage {summary['mean_storage_bytes'] / 2**20:.3g} MiB")
+    if costs:
+        lines.append("(analytical: " + "; ".join(costs) + ")")
     return "\n".join(lines)
 
 

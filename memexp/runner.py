@@ -126,7 +126,7 @@ def _record_costs_fn(cfg: RunConfig):
 
     def fn(tokens: dict, stats: dict):
         try:
-            return record_costs(cfg, {**tokens, "notes": stats.get("notes_written", 0)})
+            return record_costs(cfg, tokens, stats)
         except Exception as e:  # accounting must never cost a result
             return {"error": f"{type(e).__name__}: {e}"}
 

@@ -95,7 +95,7 @@ class WandbSink:
             if summary.get("overall") is not None:
                 metrics[f"{self.bench}/overall/score"] = summary["overall"]
             for key, value in summary.items():
-                if key.startswith("mean_") or key.startswith("aggregate/"):
+                if key.startswith(("mean_", "aggregate/")) or key == "added_flops_ratio":
                     metrics[f"{self.bench}/{key}"] = value
             self.run.summary.update(metrics)
             self.run.log({f"{self.bench}/records": self._wandb.Table(columns=list(self.COLUMNS), data=self.rows)})
