@@ -18,6 +18,19 @@ class ConfigError(ValueError):
     """A config value is invalid; the message is one line naming the field."""
 
 
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+
+
+def asset_path(name: str) -> str:
+    """Absolute path of something shipped in memexp/assets, whatever the working directory:
+    YAML writes it `${memexp_asset:tiny_gdn}`."""
+    return str(ASSETS_DIR / name)
+
+
+if not OmegaConf.has_resolver("memexp_asset"):
+    OmegaConf.register_new_resolver("memexp_asset", asset_path)
+
+
 def _choice(path: str, value: Any, allowed: tuple) -> None:
     if value not in allowed:
         raise ConfigError(f"{path}={value!r}: allowed values are {', '.join(map(str, allowed))}")
@@ -153,6 +166,11 @@ RULER_TASKS = (
     "niah_multikey_3",
     "niah_multivalue",
     "niah_multiquery",
+    "vt",
+    "cwe",
+    "fwe",
+    "qa_1",
+    "qa_2",
 )
 
 
@@ -168,6 +186,9 @@ class RulerConfig(BenchConfig):
     essay_path: Optional[str] = None  # Paul Graham essays: local .json {"text": ...} or .txt
     cache_dir: str = "outputs/cache/ruler"  # generated examples, keyed by all inputs
     max_new_tokens: Optional[int] = None  # override RULER's tokens_to_generate (128 for NIAH)
+    squad_path: Optional[str] = None  # qa_1: SQuAD v2.0 dev-v2.0.json; null = hub when online
+    hotpotqa_path: Optional[str] = None  # qa_2: hotpot_dev_distractor_v1.json; null = hub when online
+    cwe_words_path: Optional[str] = None  # cwe beyond wonderwords' 8166 words: RULER's english_words.json
 
     def __post_init__(self) -> None:
         if not self.tasks:
@@ -186,6 +207,172 @@ class RulerConfig(BenchConfig):
 
 
 BENCHES: dict[str, type[BenchConfig]] = {"ruler": RulerConfig}
+
+
+def _tasks(path: str, tasks: list, allowed: tuple) -> None:
+    if not tasks:
+        raise ConfigError(f"{path} is empty: allowed values are {', '.join(allowed)}")
+    for t in tasks:
+        _choice(path, t, allowed)
+
+
+def _optional_at_least(path: str, value: Any, low: float) -> None:
+    if value is not None:
+        _at_least(path, value, low)
+
+
+LONGBENCH_TASKS = (
+    "narrativeqa",
+    "qasper",
+    "multifieldqa_en",
+    "hotpotqa",
+    "2wikimqa",
+    "musique",
+    "gov_report",
+    "qmsum",
+    "multi_news",
+    "trec",
+    "triviaqa",
+    "samsum",
+)
+
+
+@dataclass
+class LongBenchConfig(BenchConfig):
+    """LongBench v1, the 12 English subsets of the NoteBank paper's Table 1."""
+
+    name: str = "longbench"
+    tasks: list[str] = field(default_factory=lambda: list(LONGBENCH_TASKS))
+    num_samples: Optional[int] = 30  # first rows of each subset (the paper's 30 fixed examples); null = all
+    max_length: Optional[int] = None  # middle-truncate context + question to this many tokens; null = never
+    max_new_tokens: Optional[int] = None  # override LongBench's per-subset dataset2maxlen
+    data_path: Optional[str] = None  # folder of <subset>.jsonl (the official data.zip layout) or one .jsonl
+    cache_dir: str = "outputs/cache/data/longbench"
+    hub_id: str = "THUDM/LongBench"
+
+    def __post_init__(self) -> None:
+        _tasks("bench.tasks", self.tasks, LONGBENCH_TASKS)
+        _optional_at_least("bench.num_samples", self.num_samples, 1)
+        _optional_at_least("bench.max_length", self.max_length, 2)
+        _optional_at_least("bench.max_new_tokens", self.max_new_tokens, 1)
+
+
+@dataclass
+class LongBenchV2Config(BenchConfig):
+    """LongBench v2, zero-shot; by default the NoteBank paper's QA / dialogue subset."""
+
+    name: str = "longbench_v2"
+    # A question is kept when its domain is in `domains` or its sub_domain in `sub_domains`;
+    # both empty keeps all 503.
+    domains: list[str] = field(default_factory=lambda: [
+        "Single-Document QA", "Multi-Document QA", "Long-dialogue History Understanding"])
+    sub_domains: list[str] = field(default_factory=lambda: ["User guide QA"])
+    max_length: Optional[int] = 120000  # pred.py's model2maxlen for most models; null = never truncate
+    overlength: str = "truncate"  # truncate (pred.py, middle) | skip (the paper: keep what fits)
+    max_new_tokens: int = 128  # pred.py without CoT
+    num_samples: Optional[int] = None  # first questions after filtering; null = all
+    data_path: Optional[str] = None  # data.json (a list) or a .jsonl of records
+    cache_dir: str = "outputs/cache/data/longbench_v2"
+    hub_id: str = "THUDM/LongBench-v2"
+
+    def __post_init__(self) -> None:
+        _optional_at_least("bench.max_length", self.max_length, 2)
+        _choice("bench.overlength", self.overlength, ("truncate", "skip"))
+        _at_least("bench.max_new_tokens", self.max_new_tokens, 1)
+        _optional_at_least("bench.num_samples", self.num_samples, 1)
+
+
+MEMORYAGENTBENCH_TASKS = (
+    "factconsolidation_sh_6k",
+    "factconsolidation_sh_32k",
+    "factconsolidation_sh_262k",
+    "factconsolidation_mh_6k",
+    "factconsolidation_mh_32k",
+    "factconsolidation_mh_262k",
+    "eventqa_65536",
+    "eventqa_131072",
+    "eventqa_full",
+    "ruler_qa1_197K",
+    "ruler_qa2_421K",
+)
+
+
+@dataclass
+class MemoryAgentBenchConfig(BenchConfig):
+    """MemoryAgentBench as its long-context agent sees it; the NoteBank paper's 11 configurations."""
+
+    name: str = "memoryagentbench"
+    tasks: list[str] = field(default_factory=lambda: list(MEMORYAGENTBENCH_TASKS))
+    chunk_size: int = 4096  # tokens per memorised chunk (every data config's chunk_size)
+    chunker: str = "official"  # official: nltk punkt + tiktoken o200k_base | approximate: regex + backbone tokens
+    time_stamp: str = "2025-01-01 00:00:00"  # the agent stamps each chunk with the clock; fixed here
+    input_length_limit: Optional[int] = None  # the agent's window; null = unlimited (no truncation)
+    max_questions: Optional[int] = None  # first questions of each context; null = all
+    data_path: Optional[str] = None  # folder of <source>.jsonl, or one .jsonl/.json of rows
+    cache_dir: str = "outputs/cache/data/memoryagentbench"
+    hub_id: str = "ai-hyz/MemoryAgentBench"
+
+    def __post_init__(self) -> None:
+        _tasks("bench.tasks", self.tasks, MEMORYAGENTBENCH_TASKS)
+        _at_least("bench.chunk_size", self.chunk_size, 1)
+        _choice("bench.chunker", self.chunker, ("official", "approximate"))
+        _optional_at_least("bench.input_length_limit", self.input_length_limit, 1)
+        _optional_at_least("bench.max_questions", self.max_questions, 1)
+
+
+@dataclass
+class QualityConfig(BenchConfig):
+    """QuALITY multiple-choice QA over a story, one example per article (Titan-Llama paper)."""
+
+    name: str = "quality"
+    split: str = "dev"  # dev | train (test labels are not released)
+    max_length: Optional[int] = None  # middle-truncate context + longest question; null = never
+    max_new_tokens: int = 10  # ZeroSCROLLS' budget for QuALITY
+    num_samples: Optional[int] = None  # first articles; null = all
+    data_path: Optional[str] = None  # a QuALITY.v1.0.1.htmlstripped.<split> file or its folder
+    cache_dir: str = "outputs/cache/data/quality"
+    url: str = "https://raw.githubusercontent.com/nyu-mll/quality/main/data/v1.0.1/"
+
+    def __post_init__(self) -> None:
+        _choice("bench.split", self.split, ("dev", "train"))
+        _optional_at_least("bench.max_length", self.max_length, 2)
+        _at_least("bench.max_new_tokens", self.max_new_tokens, 1)
+        _optional_at_least("bench.num_samples", self.num_samples, 1)
+
+
+LONGHEALTH_TASKS = ("task1", "task2", "task3")
+
+
+@dataclass
+class LongHealthConfig(BenchConfig):
+    """LongHealth multiple-choice QA over a patient's discharge letters (Titan-Llama paper)."""
+
+    name: str = "longhealth"
+    tasks: list[str] = field(default_factory=lambda: ["task1"])
+    seed: int = 0  # document order and distractor sampling
+    num_distractors: int = 10  # documents of other patients in tasks 2 and 3
+    max_length: Optional[int] = None  # token budget for documents + question (official: 16000 - system); null = all
+    max_new_tokens: int = 50
+    num_samples: Optional[int] = None  # first patients; null = all 20
+    data_path: Optional[str] = None  # benchmark_v5.json
+    cache_dir: str = "outputs/cache/data/longhealth"
+    url: str = "https://raw.githubusercontent.com/kbressem/LongHealth/main/data/benchmark_v5.json"
+
+    def __post_init__(self) -> None:
+        _tasks("bench.tasks", self.tasks, LONGHEALTH_TASKS)
+        _at_least("bench.num_distractors", self.num_distractors, 0)
+        _optional_at_least("bench.max_length", self.max_length, 1)
+        _at_least("bench.max_new_tokens", self.max_new_tokens, 1)
+        _optional_at_least("bench.num_samples", self.num_samples, 1)
+
+
+BENCHES.update({
+    "longbench": LongBenchConfig,
+    "longbench_v2": LongBenchV2Config,
+    "memoryagentbench": MemoryAgentBenchConfig,
+    "quality": QualityConfig,
+    "longhealth": LongHealthConfig,
+})
 
 
 @dataclass

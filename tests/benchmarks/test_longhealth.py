@@ -1,0 +1,139 @@
+"""LongHealth: prompt, gold letters, the three tasks, parser, budget, malformed data."""
+
+import json
+import logging
+
+import pytest
+
+from memexp.backbones.tokenizer import ByteTokenizer
+from memexp.benchmarks.base import Question
+from memexp.benchmarks.longhealth import LongHealth, gold_letter, render_context, render_prompt
+from memexp.config import LongHealthConfig
+
+TOK = ByteTokenizer()
+
+
+def question(i, correct_label="c", texts=("text_0",)):
+    q = {"No": i, "question": f"Question {i}?", "correct": f"option {correct_label}{i}",
+         "answer_location": {t: {"start": [0.1], "end": [0.2]} for t in texts}}
+    q.update({f"answer_{label}": f"option {label}{i}" for label in "abcde"})
+    return q
+
+
+def patient(pid, n_texts=3, n_questions=2):
+    return {"name": pid, "texts": {f"text_{t}": f"Letter {t} of {pid}." for t in range(n_texts)},
+            "questions": [question(i) for i in range(n_questions)]}
+
+
+def write(path, patients):
+    path.write_text(json.dumps(patients))
+    return path
+
+
+def bench(path, **kw):
+    return LongHealth(LongHealthConfig(data_path=str(path), **kw))
+
+
+def test_prompt_matches_the_official_template():
+    q = question(0)
+    text = render_context(["Doc A", "Doc B"]) + render_prompt(q, "abcde")
+    assert text == (
+        "\n--------------BEGIN DOCUMENTS--------------\n\nDoc A\n\n--------------\n\nDoc B\n\n"
+        "--------------END DOCUMENTS--------------\n\nQuestion 0?\nA: option a0\nB: option b0\nC: option c0\n"
+        "D: option d0\nE: option e0\n\nPlease answer using the following format:\n1. Begin your answer with the "
+        "phrase \"The correct answer is\".\n2. State the letter of the correct option (e.g., A, B, C, D, E).\n"
+        "3. Follow the letter with a colon and the exact text of the option you chose.\n4. Make sure your answer is "
+        "a single, concise sentence.\n\nFor example, if the correct answer to a question is option C, and the text "
+        "for C is 'Acute Bronchitis', your answer should be: \n'The correct answer is C: Acute bronchitis.'\n")
+    assert render_prompt(q, "abcdef").count("\nF: Question cannot be answered with provided documents\n") == 1
+
+
+def test_gold_letter_is_the_first_option_containing_the_correct_text():
+    q = question(0)
+    q["correct"] = "option"  # every option contains it: the first wins
+    assert gold_letter(q) == "A"
+    assert gold_letter(question(3, correct_label="e")) == "E"
+
+
+def test_task1_reads_each_patient_once_for_all_questions(tmp_path):
+    path = write(tmp_path / "benchmark_v5.json", {"patient_01": patient("p1"), "patient_02": patient("p2", 4, 3)})
+    examples = list(bench(path).examples(TOK))
+    assert [(e.id, e.task, len(e.questions)) for e in examples] == [("task1/patient_01", "task1", 2),
+                                                                    ("task1/patient_02", "task1", 3)]
+    ex = examples[1]
+    assert all(ex.context.count(f"Letter {t} of p2.") == 1 for t in range(4))
+    assert [q.references for q in ex.questions] == [["C"], ["C"], ["C"]]
+    assert ex.questions[0].max_new_tokens == 50 and ex.meta["system"].startswith("\nYou are a highly skilled")
+    again = list(bench(path).examples(TOK))[1]
+    other_seed = [list(bench(path, seed=s).examples(TOK))[1].context for s in range(1, 6)]
+    assert again.context == ex.context  # the document order is a function of the seed
+    assert any(c != ex.context for c in other_seed)
+
+
+def test_tasks_2_and_3_add_distractors_and_the_unanswerable_option(tmp_path):
+    path = write(tmp_path / "benchmark_v5.json", {"p1": patient("p1"), "p2": patient("p2"), "p3": patient("p3")})
+    examples = list(bench(path, tasks=["task2", "task3"], num_distractors=2).examples(TOK))
+    assert [e.id for e in examples[:3]] == ["task2/p1/0", "task2/p1/1", "task2/p2/0"]
+    task2, task3 = examples[0], examples[6]
+    assert task3.id == "task3/p1/0"
+    assert task2.questions[0].references == ["C"] and task3.questions[0].references == ["F"]
+    assert "Letter 0 of p1." in task2.context and "of p1." not in task3.context
+    assert task2.meta["documents"] == 3 and task3.meta["documents"] == 2
+    assert "\nF: Question cannot be answered with provided documents\n" in task3.questions[0].prompt
+
+
+def test_score_uses_the_official_parser():
+    q = Question(id="0", prompt="", references=["C"], metric="accuracy", max_new_tokens=50)
+    b = LongHealth()
+    assert b.score("The correct answer is C: option c0.", q) == 100.0
+    assert b.score("The correct answer is C", q) == 0.0
+    assert b.score("C: option c0", q) == 0.0
+
+
+def test_budget_cuts_the_overflowing_letter(tmp_path):
+    p = patient("p1", n_texts=3, n_questions=1)
+    p["texts"] = {f"text_{t}": "x" * 300 for t in range(3)}
+    path = write(tmp_path / "benchmark_v5.json", {"p1": p})
+    ex = next(bench(path, max_length=1500).examples(TOK))
+    prompt_len = len(TOK.encode(ex.questions[0].prompt))
+    assert len(TOK.encode(ex.context, add_bos=True)) + prompt_len == 1500
+    letters = ex.context.split("\n\n--------------\n\n")
+    kept = [letter.count("x") for letter in letters]
+    assert len(kept) == 3 and kept[:2] == [300, 300] and 0 < kept[2] < 300  # the third letter is cut
+
+
+def test_malformed_patients_and_questions_are_reported(tmp_path, caplog):
+    good = patient("p1")
+    bad_question = question(9)
+    del bad_question["answer_d"]
+    good["questions"].append(bad_question)
+    path = write(tmp_path / "benchmark_v5.json", {"p1": good, "p2": {"texts": {}, "questions": []}})
+    with caplog.at_level(logging.WARNING, logger="memexp.data"):
+        examples = list(bench(path).examples(TOK))
+    assert [(e.id, len(e.questions)) for e in examples] == [("task1/p1", 2)]
+    messages = [r.getMessage() for r in caplog.records]
+    assert f"{path} row 0: patient 'p1' question 2: missing field 'answer_d' (skipped)" in messages
+    assert f"{path} row 1: patient 'p2': empty field 'texts' (skipped)" in messages
+
+
+@pytest.mark.parametrize("task", ["task1", "task2"])
+def test_unknown_answer_location_is_reported(tmp_path, caplog, task):
+    p = patient("p1", n_questions=1)
+    p["questions"][0]["answer_location"] = {"text_99": {"start": [0], "end": [1]}}
+    p["questions"].append(question(1))
+    path = write(tmp_path / "benchmark_v5.json", {"p1": p, "p2": patient("p2")})
+    with caplog.at_level(logging.WARNING, logger="memexp.data"):
+        examples = list(bench(path, tasks=[task]).examples(TOK))
+    p1 = [(e.id, [q.id for q in e.questions]) for e in examples if "/p1" in e.id]
+    assert p1 == ([("task1/p1", ["1"])] if task == "task1" else [("task2/p1/1", ["0"])])
+    assert any("answer_location names unknown texts ['text_99']" in r.getMessage() for r in caplog.records)
+
+
+def test_runs_end_to_end(tmp_path):
+    from memexp_subprocess import memexp_run
+
+    path = write(tmp_path / "benchmark_v5.json", {"p1": patient("p1"), "p2": patient("p2")})
+    summary = memexp_run(tmp_path, "bench=longhealth", f"bench.data_path={path}", "bench.tasks=[task1,task3]",
+                         "bench.num_distractors=2", "bench.max_new_tokens=2")
+    assert summary["complete"] and (summary["num_examples"], summary["num_questions"]) == (6, 8)
+    assert set(summary["by_task"]) == {"task1", "task3"}
