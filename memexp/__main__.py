@@ -105,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"memexp: {e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        from memexp.app import USER_ERRORS
+
+        if type(e).__name__ not in USER_ERRORS:
+            raise
+        print(f"memexp: {str(e).strip()}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
