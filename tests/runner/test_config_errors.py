@@ -64,11 +64,16 @@ def test_multirun_validates_every_job_before_running():
     assert "method.replay_budget=0: must be an integer >= 1" in out.stderr
 
 
-def test_every_shipped_option_composes_and_validates():
+def test_every_shipped_option_composes_and_validates(tmp_path):
     for group in ("backbone", "method", "bench", "logger"):
         for option in group_options(group):
-            cfg = load_config([f"{group}={option}"])
-            assert getattr(cfg, group).name == option or group == "backbone"
+            try:
+                cfg = load_config([f"{group}={option}"])
+            except ConfigError as e:
+                # a checkpoint that only exists after a conversion script (mamba2_8b) names its path
+                assert group == "backbone" and "backbone.pretrained=" in str(e) and "no such file" in str(e)
+                cfg = load_config([f"{group}={option}", f"backbone.pretrained={tmp_path}"])
+            assert getattr(cfg, group).name == option
 
 
 def test_every_experiment_composes_and_validates():
