@@ -1,6 +1,7 @@
 """memexp command line: python -m memexp <command> [hydra overrides...]
 
   run      run (or resume) backbone x method x bench; -m for a multirun sweep
+  train    run a training recipe (recipe=tiny_gdn: the embedded default model)
   ls       list the options of every config group
   cost     analytical FLOPs and persistent storage of a configuration (App. C.6/C.7)
   latency  measured Plain vs NoteBank latency and peak memory (App. C.5)
@@ -22,6 +23,7 @@ def _ls(argv: list[str]) -> int:
 
     for group in GROUPS:
         print(f"{group}: {', '.join(group_options(group)) or '(none)'}")
+    print(f"recipe (python -m memexp train): {', '.join(group_options('recipe')) or '(none)'}")
     return 0
 
 
@@ -82,13 +84,19 @@ def _run(argv: list[str]) -> int:
     return hydra_run(argv)
 
 
+def _train(argv: list[str]) -> int:
+    from memexp.training import main as train_main
+
+    return train_main(argv)
+
+
 def _report(argv: list[str]) -> int:
     from memexp.report import main as report_main
 
     return report_main(argv)
 
 
-COMMANDS = {"run": _run, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report}
+COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report}
 
 
 def main(argv: list[str] | None = None) -> int:

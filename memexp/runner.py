@@ -7,6 +7,7 @@ records.jsonl before the next begins.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from dataclasses import asdict
@@ -40,9 +41,13 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
     backbone = load_backbone(cfg.backbone)
     method = build_method(cfg.method)
     bench = build_benchmark(cfg.bench)
-    examples = list(bench.examples(backbone.tokenizer))
+    examples = bench.examples(backbone.tokenizer)
+    total = bench.num_examples()
+    if total is None:
+        examples = list(examples)
+        total = len(examples)
     if cfg.max_examples is not None:
-        examples = examples[: cfg.max_examples]
+        examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
     costs = _record_costs_fn(cfg)
 
     tags = [f"backbone:{cfg.backbone.name}", f"method:{cfg.method.name}", f"bench:{cfg.bench.name}"]
@@ -51,11 +56,15 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
     if getattr(sink, "run_id", None):
         folder.write_text("wandb_id.txt", sink.run_id)
     records = list(done)
+    seen = {"examples": 0, "questions": 0}
     try:
-        todo = [ex for ex in examples if any((ex.id, q.id) not in done_keys for q in ex.questions)]
-        bar = tqdm(total=len(examples), initial=len(examples) - len(todo), unit="ex", disable=not cfg.progress,
-                   dynamic_ncols=True, file=sys.stderr)
-        for ex in todo:
+        bar = tqdm(total=total, unit="ex", disable=not cfg.progress, dynamic_ncols=True, file=sys.stderr)
+        for ex in examples:
+            seen["examples"] += 1
+            seen["questions"] += len(ex.questions)
+            if all((ex.id, q.id) in done_keys for q in ex.questions):
+                bar.update(1)
+                continue
             for rec in _run_example(ex, backbone, method, bench, done_keys, costs):
                 folder.append(rec)
                 records.append(rec)
@@ -63,12 +72,12 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
             bar.update(1)
             bar.set_postfix(score=f"{summarize(records)['overall']:.1f}")
         bar.close()
-        summary = _summary(records, bench, examples)
+        summary = _summary(records, bench, seen)
         folder.write_summary(summary)
         sink.finish(summary)
     except BaseException:
         if records:
-            folder.write_summary(_summary(records, bench, examples))
+            folder.write_summary(_summary(records, bench, seen))
         raise
     title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
     print(format_table(summary, title))
@@ -108,10 +117,11 @@ def _run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: set
         yield rec
 
 
-def _summary(records: list[dict], bench: Benchmark, examples: list[Example]) -> dict:
+def _summary(records: list[dict], bench: Benchmark, seen: dict) -> dict:
+    """`seen`: examples and questions the benchmark yielded so far (all of them at the end)."""
     summary = summarize(records)
-    summary["num_examples"] = len(examples)
-    summary["complete"] = summary["num_questions"] == sum(len(ex.questions) for ex in examples)
+    summary["num_examples"] = seen["examples"]
+    summary["complete"] = summary["num_questions"] == seen["questions"]
     for key, value in bench.aggregate(records).items():
         summary[f"aggregate/{key}"] = value
     return summary

@@ -51,6 +51,11 @@ class Benchmark(ABC):
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
         """All examples of the configured tasks and lengths, in a fixed order."""
 
+    def num_examples(self) -> int | None:
+        """How many examples `examples` yields, when known without generating them; lets the
+        runner stream long contexts instead of holding them all."""
+        return None
+
     @abstractmethod
     def score(self, prediction: str, question: Question) -> float:
         """Score of one prediction in [0, 100] (the papers' scale)."""

@@ -67,6 +67,9 @@ class Ruler(Benchmark):
     def metric(self, task: str) -> str:
         return "string_match_part" if isinstance(TASKS[task], QaTask) else "string_match_all"
 
+    def num_examples(self) -> int:
+        return len(self.cfg.tasks) * len(self.cfg.lengths) * self.cfg.num_samples
+
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
         # a missing source stops the run before the first example, not halfway through it
         for task in self.cfg.tasks:
