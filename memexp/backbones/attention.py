@@ -24,13 +24,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.base import Backbone, Observer, State, Tokenizer, as_ids
+from memexp.backbones.base import Observer, Tokenizer
 from memexp.backbones.gdn import RMSNorm
 from memexp.backbones.loading import (
     BackboneLoadError,
     WeightFiles,
+    check_vocab,
     load_tokenizer,
     load_weights,
+    new_model,
     read_config,
     resolve_device,
     resolve_dtype,
@@ -38,6 +40,7 @@ from memexp.backbones.loading import (
 )
 from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
+from memexp.backbones.stack import LayerStackBackbone, LayerStates
 from memexp.config import BackboneConfig, ConfigError
 from memexp.costs import attention_flops_per_token, attention_state_bytes
 
@@ -230,35 +233,22 @@ class LlamaForCausalLM(nn.Module):
 
 
 @dataclass
-class AttentionState(State):
+class AttentionState(LayerStates):
     """Per layer: the KV cache (keys after RoPE) [1, T, Hkv, D] in the compute dtype."""
+
+    RECURRENT_FIELDS = ()  # no recurrent memory: scale_recurrent keeps KV caches and positions
 
     kv: list[KVCache]
     position: int = 0
 
-    def clone(self) -> "AttentionState":
-        return AttentionState([c.clone() for c in self.kv], self.position)
 
-    def nbytes(self) -> int:
-        return sum(c.nbytes() for c in self.kv)
-
-    def scale_recurrent(self, lam: float) -> None:
-        """No recurrent memory: nothing to scale (KV caches and positions are kept)."""
-
-
-class AttentionBackbone(Backbone):
+class AttentionBackbone(LayerStackBackbone):
     """A decoder-only Transformer at batch size 1, full or sliding-window attention."""
 
     def __init__(self, model: LlamaForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int,
                  window: int | None) -> None:
-        self.model = model.eval()
-        self.config = model.config
-        self.tokenizer = tokenizer
-        self.name = name
-        self.prefill_chunk = prefill_chunk
+        super().__init__(model, tokenizer, name, prefill_chunk)
         self.window = window
-        self.device = model.lm_head.weight.device
-        self.dtype = model.lm_head.weight.dtype
         self.channels = []
         self.rope = self.config.rope().to(self.device)
 
@@ -267,25 +257,19 @@ class AttentionBackbone(Backbone):
         return AttentionState([KVCache.empty(1, c.kv_heads, c.dim_per_head, self.dtype, self.device, self.window)
                                for _ in range(c.num_hidden_layers)])
 
-    @torch.no_grad()
-    def forward(self, state: AttentionState, ids, observer: Observer | None = None) -> torch.Tensor:
-        ids = as_ids(ids, self.device)
-        if ids.numel() == 0:
-            raise ValueError("forward needs at least one token")
-        for start in range(0, ids.numel(), self.prefill_chunk):
-            last = self._chunk(state, ids[start:start + self.prefill_chunk], state.position + start)
-        state.position += ids.numel()
-        m = self.model
-        return m.lm_head(m.model.norm(last)).float()
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.model.embed_tokens(ids)[None]
 
-    def _chunk(self, state: AttentionState, ids: torch.Tensor, first: int) -> torch.Tensor:
-        """Advance every layer over one bounded chunk starting at absolute position `first`."""
-        x = self.model.model.embed_tokens(ids)[None]
-        cos, sin = self.rope.cos_sin(torch.arange(first, first + ids.numel(), device=self.device), x.dtype)
+    def _layers(self, state: AttentionState, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
+        first = state.position + start
+        cos, sin = self.rope.cos_sin(torch.arange(first, first + x.shape[1], device=self.device), x.dtype)
         for layer, cache in zip(self.model.model.layers, state.kv):
             x = x + layer.self_attn(layer.input_layernorm(x), cos, sin, cache)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
-        return x[0, -1]
+        return x
+
+    def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
+        return self.model.model.norm(last)
 
     def flops_per_token(self) -> dict[str, float]:
         """{'backbone', 'lm_head', 'attention_per_key'}: the last is the QK^T and AV cost per
@@ -311,30 +295,14 @@ def build(cfg: BackboneConfig) -> AttentionBackbone:
         directory = resolve_pretrained(cfg.pretrained, cfg.revision)
         raw = read_config(directory)
         conf = AttentionConfig.from_dict(raw, where=str(directory / "config.json"))
-        with torch.device("meta"):
-            model = LlamaForCausalLM(conf)
-        _place(model, device, dtype, empty=True)
+        model = new_model(LlamaForCausalLM, conf, device, dtype)
         rename = fla_to_llama_name if raw.get("model_type") == "transformer" else None
         load_weights(model, WeightFiles(directory), rename=rename, source=str(directory))
         tokenizer = load_tokenizer(cfg.tokenizer, directory)
     else:
         conf = AttentionConfig.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = LlamaForCausalLM(conf)
-        model.init_weights(cfg.seed)
-        _place(model, device, dtype, empty=False)
+        model = new_model(LlamaForCausalLM, conf, device, dtype, seed=cfg.seed)
         tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    vocab = getattr(tokenizer, "vocab_size", None)
-    if vocab is not None and vocab > conf.vocab_size:
-        raise BackboneLoadError(f"tokenizer has {vocab} ids but the model's vocab_size is {conf.vocab_size}; "
-                                f"set backbone.tokenizer to the model's tokenizer")
+    check_vocab(tokenizer, conf.vocab_size)
     return AttentionBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk, cfg.window or conf.window)
 
-
-def _place(model: LlamaForCausalLM, device: torch.device, dtype: torch.dtype, empty: bool) -> None:
-    model.to(dtype=dtype)
-    if empty:
-        model.to_empty(device=device)
-    else:
-        model.to(device=device)
-    if model.config.tie_word_embeddings:
-        model.lm_head.weight = model.model.embed_tokens.weight  # to_empty unties shared parameters

@@ -24,12 +24,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer, as_ids
+from memexp.backbones.base import Channel, Observer, Tokenizer
 from memexp.backbones.loading import (
+    DECAY_GATES,
     BackboneLoadError,
     WeightFiles,
+    check_vocab,
     load_tokenizer,
     load_weights,
+    new_model,
     read_config,
     resolve_device,
     resolve_dtype,
@@ -37,6 +40,7 @@ from memexp.backbones.loading import (
     save_weights,
 )
 from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
+from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
 from memexp.config import BackboneConfig, ConfigError
 from memexp.costs import gdn_flops_per_token, gdn_state_bytes
 
@@ -292,41 +296,22 @@ class GDNForCausalLM(nn.Module):
 
 
 @dataclass
-class GDNState(State):
+class GDNState(LayerStates):
     """Per layer: the fp32 recurrent state [1, HV, K, V] and the conv window
     [1, 2*key_dim + value_dim, conv_size - 1] (q|k|v channels, compute dtype)."""
+
+    RECURRENT_FIELDS = ("recurrent",)
 
     recurrent: list[torch.Tensor]
     conv: list[torch.Tensor | None]
     position: int = 0
 
-    def clone(self) -> "GDNState":
-        return GDNState(
-            recurrent=[s.clone() for s in self.recurrent],
-            conv=[None if w is None else w.clone() for w in self.conv],
-            position=self.position,
-        )
 
-    def nbytes(self) -> int:
-        tensors = [*self.recurrent, *(w for w in self.conv if w is not None)]
-        return sum(t.numel() * t.element_size() for t in tensors)
-
-    def scale_recurrent(self, lam: float) -> None:
-        for s in self.recurrent:
-            s.mul_(lam)
-
-
-class GDNBackbone(Backbone):
+class GDNBackbone(LayerStackBackbone):
     """A Gated DeltaNet language model at batch size 1."""
 
     def __init__(self, model: GDNForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int) -> None:
-        self.model = model.eval()
-        self.config = model.config
-        self.tokenizer = tokenizer
-        self.name = name
-        self.prefill_chunk = prefill_chunk
-        self.device = model.lm_head.weight.device
-        self.dtype = model.lm_head.weight.dtype
+        super().__init__(model, tokenizer, name, prefill_chunk)
         c = self.config
         self.channels = [Channel(layer, h, c.head_dim) for layer in range(c.num_hidden_layers) for h in range(c.num_heads)]
 
@@ -340,24 +325,17 @@ class GDNBackbone(Backbone):
                 if c.use_short_conv else None for _ in range(L)]
         return GDNState(recurrent=recurrent, conv=conv)
 
-    @torch.no_grad()
-    def forward(self, state: GDNState, ids, observer: Observer | None = None) -> torch.Tensor:
-        ids = as_ids(ids, self.device)
-        if ids.numel() == 0:
-            raise ValueError("forward needs at least one token")
-        for start in range(0, ids.numel(), self.prefill_chunk):
-            last = self._chunk(state, ids[start:start + self.prefill_chunk], observer, start)
-        state.position += ids.numel()
-        m = self.model
-        return m.lm_head(m.model.norm(last)).float()
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.model.embeddings(ids)[None]
 
-    def _chunk(self, state: GDNState, ids: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
-        """Advance every layer over one bounded chunk; returns the last hidden state [hidden]."""
-        x = self.model.model.embeddings(ids)[None]
+    def _layers(self, state: GDNState, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
         for i, block in enumerate(self.model.model.layers):
-            emit = None if observer is None else (lambda k, q, i=i: observer(i, start, k, q))
-            x, state.recurrent[i], state.conv[i] = block(x, state.recurrent[i], state.conv[i], emit)
-        return x[0, -1]
+            x, state.recurrent[i], state.conv[i] = block(x, state.recurrent[i], state.conv[i],
+                                                         layer_emitter(observer, i, start))
+        return x
+
+    def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
+        return self.model.model.norm(last)
 
     def flops_per_token(self) -> dict[str, float]:
         return gdn_flops_per_token(self.config.to_fla_dict())
@@ -388,33 +366,13 @@ def build(cfg: BackboneConfig) -> GDNBackbone:
                               f"{cfg.pretrained!r} comes from its config.json (set backbone.model={{}})")
         directory = resolve_pretrained(cfg.pretrained, cfg.revision)
         conf = GDNConfig.from_dict(read_config(directory), where=str(directory / "config.json"))
-        with torch.device("meta"):
-            model = GDNForCausalLM(conf)
-        _place(model, device, dtype, empty=True)
+        model = new_model(GDNForCausalLM, conf, device, dtype, keep_fp32=DECAY_GATES)
         load_weights(model, WeightFiles(directory), ignore=LEGACY_TENSORS, source=str(directory))
         tokenizer = load_tokenizer(cfg.tokenizer, directory)
     else:
         conf = GDNConfig.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = GDNForCausalLM(conf)
-        model.init_weights(cfg.seed)
-        _place(model, device, dtype, empty=False)
+        model = new_model(GDNForCausalLM, conf, device, dtype, seed=cfg.seed, keep_fp32=DECAY_GATES)
         tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    vocab = getattr(tokenizer, "vocab_size", None)
-    if vocab is not None and vocab > conf.vocab_size:
-        raise BackboneLoadError(f"tokenizer has {vocab} ids but the model's vocab_size is {conf.vocab_size}; "
-                                f"set backbone.tokenizer to the model's tokenizer")
+    check_vocab(tokenizer, conf.vocab_size)
     return GDNBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk)
 
-
-def _place(model: GDNForCausalLM, device: torch.device, dtype: torch.dtype, empty: bool) -> None:
-    """Move to device and compute dtype; the gate parameters stay fp32 (the decay is
-    accumulated in fp32 and they are tiny)."""
-    model.to(dtype=dtype)
-    for layer in model.model.layers:
-        layer.attn.A_log.data = layer.attn.A_log.data.float()
-        layer.attn.dt_bias.data = layer.attn.dt_bias.data.float()
-    if empty:
-        model.to_empty(device=device)
-    else:
-        model.to(device=device)
-    model.tie_weights()

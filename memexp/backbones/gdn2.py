@@ -35,14 +35,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from memexp.backbones.attention import SwiGLU
-from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer, as_ids
+from memexp.backbones.base import Channel, Observer, Tokenizer
 from memexp.backbones.gdn import RMSNorm, ShortConv
 from memexp.backbones.loading import (
+    DECAY_GATES,
     TOKENIZER_FILES,
     BackboneLoadError,
     WeightFiles,
+    check_vocab,
     load_tokenizer,
     load_weights,
+    new_model,
     read_config,
     resolve_device,
     resolve_dtype,
@@ -51,6 +54,7 @@ from memexp.backbones.loading import (
 )
 from memexp.backbones.ops import gated_rms_norm, l2_norm, short_conv
 from memexp.backbones.ops.gdn2_rule import gdn2_rule
+from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
 from memexp.config import BackboneConfig, ConfigError
 
 LITGPT_CHECKPOINT = "model-100b.pth"  # the file the paper evaluates in the released repo
@@ -265,36 +269,22 @@ class GDN2ForCausalLM(nn.Module):
 
 
 @dataclass
-class GDN2State(State):
+class GDN2State(LayerStates):
     """Per layer: the fp32 recurrent state [1, HV, K, V] and the raw conv window
     [1, 2*key_dim + value_dim, conv_size - 1] (q|k|v channels, compute dtype)."""
+
+    RECURRENT_FIELDS = ("recurrent",)
 
     recurrent: list[torch.Tensor]
     conv: list[torch.Tensor]
     position: int = 0
 
-    def clone(self) -> "GDN2State":
-        return GDN2State([s.clone() for s in self.recurrent], [w.clone() for w in self.conv], self.position)
 
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (*self.recurrent, *self.conv))
-
-    def scale_recurrent(self, lam: float) -> None:
-        for s in self.recurrent:
-            s.mul_(lam)
-
-
-class GDN2Backbone(Backbone):
+class GDN2Backbone(LayerStackBackbone):
     """A GDN-2 language model at batch size 1."""
 
     def __init__(self, model: GDN2ForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int) -> None:
-        self.model = model.eval()
-        self.config = model.config
-        self.tokenizer = tokenizer
-        self.name = name
-        self.prefill_chunk = prefill_chunk
-        self.device = model.lm_head.weight.device
-        self.dtype = model.lm_head.weight.dtype
+        super().__init__(model, tokenizer, name, prefill_chunk)
         c = self.config
         self.channels = [Channel(layer, h, c.head_dim) for layer in range(c.num_hidden_layers) for h in range(c.num_heads)]
 
@@ -307,25 +297,19 @@ class GDN2Backbone(Backbone):
                 for _ in range(L)]
         return GDN2State(recurrent, conv)
 
-    @torch.no_grad()
-    def forward(self, state: GDN2State, ids, observer: Observer | None = None) -> torch.Tensor:
-        ids = as_ids(ids, self.device)
-        if ids.numel() == 0:
-            raise ValueError("forward needs at least one token")
-        for start in range(0, ids.numel(), self.prefill_chunk):
-            last = self._chunk(state, ids[start:start + self.prefill_chunk], observer, start)
-        state.position += ids.numel()
-        m = self.model
-        return m.lm_head(m.transformer.ln_f(last)).float()
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.transformer.wte(ids)[None]
 
-    def _chunk(self, state: GDN2State, ids: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
-        x = self.model.transformer.wte(ids)[None]
+    def _layers(self, state: GDN2State, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
         for i, block in enumerate(self.model.transformer.h):
-            emit = None if observer is None else (lambda k, q, i=i: observer(i, start, k, q))
-            out, state.recurrent[i], state.conv[i] = block.attn(block.norm_1(x), state.recurrent[i], state.conv[i], emit)
+            out, state.recurrent[i], state.conv[i] = block.attn(block.norm_1(x), state.recurrent[i], state.conv[i],
+                                                                layer_emitter(observer, i, start))
             x = x + out
             x = x + block.mlp(block.norm_2(x))
-        return x[0, -1]
+        return x
+
+    def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
+        return self.model.transformer.ln_f(last)
 
     def flops_per_token(self) -> dict[str, float]:
         """Forward FLOPs per token (NoteBank App. C.6 conventions): 2 d_in d_out per
@@ -410,34 +394,13 @@ def build(cfg: BackboneConfig) -> GDN2Backbone:
             conf = GDN2Config.from_dict(read_config(directory), where=str(directory / "config.json"))
         conf.output_gate_activation = cfg.model.get("output_gate_activation", conf.output_gate_activation)
         conf.check("backbone.model")
-        with torch.device("meta"):
-            model = GDN2ForCausalLM(conf)
-        _place(model, device, dtype, empty=True)
+        model = new_model(GDN2ForCausalLM, conf, device, dtype, keep_fp32=DECAY_GATES)
         load_weights(model, weights, rename=litgpt_to_module_name, source=str(litgpt or directory))
         tokenizer = load_tokenizer(cfg.tokenizer, directory)
     else:
         conf = GDN2Config.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = GDN2ForCausalLM(conf)
-        model.init_weights(cfg.seed)
-        _place(model, device, dtype, empty=False)
+        model = new_model(GDN2ForCausalLM, conf, device, dtype, seed=cfg.seed, keep_fp32=DECAY_GATES)
         tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    vocab = getattr(tokenizer, "vocab_size", None)
-    if vocab is not None and vocab > conf.vocab_size:
-        raise BackboneLoadError(f"tokenizer has {vocab} ids but the model's vocab_size is {conf.vocab_size}; "
-                                f"set backbone.tokenizer to the model's tokenizer")
+    check_vocab(tokenizer, conf.vocab_size)
     return GDN2Backbone(model, tokenizer, cfg.name, cfg.prefill_chunk)
 
-
-def _place(model: GDN2ForCausalLM, device: torch.device, dtype: torch.dtype, empty: bool) -> None:
-    """Move to device and compute dtype; A_log and dt_bias stay fp32 (the decay is
-    accumulated in fp32, as NVlabs' layer keeps them)."""
-    model.to(dtype=dtype)
-    for block in model.transformer.h:
-        block.attn.A_log.data = block.attn.A_log.data.float()
-        block.attn.dt_bias.data = block.attn.dt_bias.data.float()
-    if empty:
-        model.to_empty(device=device)
-    else:
-        model.to(device=device)
-    if model.config.tie_word_embeddings:
-        model.lm_head.weight = model.transformer.wte.weight  # to_empty unties shared parameters

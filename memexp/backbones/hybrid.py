@@ -37,13 +37,16 @@ import torch
 from torch import nn
 
 from memexp.backbones.attention import SwiGLU
-from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer, as_ids
+from memexp.backbones.base import Channel, Observer, Tokenizer
 from memexp.backbones.gdn import RMSNorm
 from memexp.backbones.loading import (
+    DECAY_GATES,
     BackboneLoadError,
     WeightFiles,
+    check_vocab,
     load_tokenizer,
     load_weights,
+    new_model,
     read_config,
     resolve_device,
     resolve_dtype,
@@ -52,6 +55,7 @@ from memexp.backbones.loading import (
 from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
 from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
+from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
 from memexp.config import BackboneConfig, ConfigError
 from memexp.costs import qwen35_flops_per_token, qwen35_state_bytes
 
@@ -270,48 +274,27 @@ class Qwen35ForCausalLM(nn.Module):
 
 
 @dataclass
-class HybridState(State):
+class HybridState(LayerStates):
     """Per layer, by kind: GDN layers hold the fp32 recurrent state [1, Hv, K, V] and the raw
     conv window [1, conv_dim, kernel - 1]; attention layers their KV cache. Entries of the
     other kind are None."""
+
+    RECURRENT_FIELDS = ("recurrent",)
 
     recurrent: list[torch.Tensor | None]
     conv: list[torch.Tensor | None]
     kv: list[KVCache | None]
     position: int = 0
 
-    def clone(self) -> "HybridState":
-        return HybridState(
-            recurrent=[None if s is None else s.clone() for s in self.recurrent],
-            conv=[None if w is None else w.clone() for w in self.conv],
-            kv=[None if c is None else c.clone() for c in self.kv],
-            position=self.position,
-        )
 
-    def nbytes(self) -> int:
-        tensors = [t for t in (*self.recurrent, *self.conv) if t is not None]
-        return sum(t.numel() * t.element_size() for t in tensors) + sum(c.nbytes() for c in self.kv if c is not None)
-
-    def scale_recurrent(self, lam: float) -> None:
-        for s in self.recurrent:
-            if s is not None:
-                s.mul_(lam)
-
-
-class HybridBackbone(Backbone):
+class HybridBackbone(LayerStackBackbone):
     """A Qwen3.5 language model (text) at batch size 1."""
 
     def __init__(self, model: Qwen35ForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int,
                  window: int | None = None, chat_template: str | None = None) -> None:
-        self.model = model.eval()
-        self.config = model.config
-        self.tokenizer = tokenizer
-        self.name = name
-        self.prefill_chunk = prefill_chunk
+        super().__init__(model, tokenizer, name, prefill_chunk)
         self.window = window
         self.chat_template = chat_template
-        self.device = model.lm_head.weight.device
-        self.dtype = model.lm_head.weight.dtype
         c = self.config
         self.channels = [Channel(layer, h, c.linear_key_head_dim)
                          for layer, kind in enumerate(c.layer_types) if kind == "linear_attention"
@@ -331,31 +314,25 @@ class HybridBackbone(Backbone):
                                                         self.window))
         return HybridState(recurrent, conv, kv)
 
-    @torch.no_grad()
-    def forward(self, state: HybridState, ids, observer: Observer | None = None) -> torch.Tensor:
-        ids = as_ids(ids, self.device)
-        if ids.numel() == 0:
-            raise ValueError("forward needs at least one token")
-        for start in range(0, ids.numel(), self.prefill_chunk):
-            last = self._chunk(state, ids[start:start + self.prefill_chunk], observer, start)
-        state.position += ids.numel()
-        m = self.model
-        return m.lm_head(m.model.norm(last)).float()
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.model.embed_tokens(ids)[None]
 
-    def _chunk(self, state: HybridState, ids: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
-        x = self.model.model.embed_tokens(ids)[None]
+    def _layers(self, state: HybridState, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
         first = state.position + start
-        cos, sin = self.rope.cos_sin(torch.arange(first, first + ids.numel(), device=self.device), x.dtype)
+        cos, sin = self.rope.cos_sin(torch.arange(first, first + x.shape[1], device=self.device), x.dtype)
         for i, layer in enumerate(self.model.model.layers):
             h = layer.input_layernorm(x)
             if layer.kind == "linear_attention":
-                emit = None if observer is None else (lambda k, q, i=i: observer(i, start, k, q))
-                out, state.recurrent[i], state.conv[i] = layer.linear_attn(h, state.recurrent[i], state.conv[i], emit)
+                out, state.recurrent[i], state.conv[i] = layer.linear_attn(h, state.recurrent[i], state.conv[i],
+                                                                           layer_emitter(observer, i, start))
             else:
                 out = layer.self_attn(h, cos, sin, state.kv[i])
             x = x + out
             x = x + layer.mlp(layer.post_attention_layernorm(x))
-        return x[0, -1]
+        return x
+
+    def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
+        return self.model.model.norm(last)
 
     def chat_prompt(self, user: str, system: str | None = None, enable_thinking: bool = False) -> str:
         """The checkpoint's chat template applied to one user turn, ending with the assistant
@@ -425,38 +402,15 @@ def build(cfg: BackboneConfig) -> HybridBackbone:
         text.setdefault("tie_word_embeddings", raw.get("tie_word_embeddings", False))
         text.update(cfg.model)
         conf = HybridConfig.from_dict(text, where=str(directory / "config.json"))
-        with torch.device("meta"):
-            model = Qwen35ForCausalLM(conf)
-        _place(model, device, dtype, empty=True)
+        model = new_model(Qwen35ForCausalLM, conf, device, dtype, keep_fp32=DECAY_GATES)
         load_weights(model, WeightFiles(directory), ignore=IGNORED_TENSORS, rename=checkpoint_name,
                      source=str(directory))
         tokenizer = load_tokenizer(cfg.tokenizer, directory)
         template = read_chat_template(directory, cfg.pretrained, cfg.revision)
     else:
         conf = HybridConfig.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = Qwen35ForCausalLM(conf)
-        model.init_weights(cfg.seed)
-        _place(model, device, dtype, empty=False)
+        model = new_model(Qwen35ForCausalLM, conf, device, dtype, seed=cfg.seed, keep_fp32=DECAY_GATES)
         tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    vocab = getattr(tokenizer, "vocab_size", None)
-    if vocab is not None and vocab > conf.vocab_size:
-        raise BackboneLoadError(f"tokenizer has {vocab} ids but the model's vocab_size is {conf.vocab_size}; "
-                                f"set backbone.tokenizer to the model's tokenizer")
+    check_vocab(tokenizer, conf.vocab_size)
     return HybridBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk, cfg.window, template)
-
-
-def _place(model: Qwen35ForCausalLM, device: torch.device, dtype: torch.dtype, empty: bool) -> None:
-    """Move to device and compute dtype; the GDN gate parameters stay fp32 (Qwen3.5 keeps
-    A_log in fp32 and the decay is accumulated in fp32)."""
-    model.to(dtype=dtype)
-    for layer in model.model.layers:
-        if layer.kind == "linear_attention":
-            for p in (layer.linear_attn.A_log, layer.linear_attn.dt_bias):
-                p.data = p.data.float()
-    if empty:
-        model.to_empty(device=device)
-    else:
-        model.to(device=device)
-    if model.config.tie_word_embeddings:
-        model.lm_head.weight = model.model.embed_tokens.weight  # to_empty unties shared parameters
 

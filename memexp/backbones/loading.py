@@ -251,6 +251,65 @@ def load_weights(
                                 f"check the checkpoint and backbone.arch, or {LOCAL_HINT}")
 
 
+DECAY_GATES = ("A_log", "dt_bias")  # recurrent decay parameters every upstream layer keeps in fp32
+
+
+def place_model(model: nn.Module, device: torch.device, dtype: torch.dtype, empty: bool,
+                keep_fp32: Iterable[str] = ()) -> None:
+    """Cast `model` to the compute dtype and move it to `device`, in place.
+
+    Parameters whose own name (the part after the last dot) is in `keep_fp32` stay fp32: the
+    recurrent gates (A_log, dt_bias, Mamba-2's D) are tiny and the decay is accumulated in fp32,
+    as the upstream layers keep them. `empty` allocates uninitialised storage for a model built
+    on the meta device (the checkpoint fills it next); otherwise the weights are moved.
+    Parameters the model shared before the move (tied embeddings) are shared again after it,
+    because `to_empty` re-creates each module's parameters separately.
+    """
+    first_name: dict[int, str] = {}
+    aliases = []
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in first_name:
+            aliases.append((name, first_name[id(p)]))
+        else:
+            first_name[id(p)] = name
+    keep = set(keep_fp32)
+    model.to(dtype=dtype)
+    for name, p in model.named_parameters():
+        if name.rpartition(".")[2] in keep:
+            p.data = p.data.float()
+    if empty:
+        model.to_empty(device=device)
+    else:
+        model.to(device=device)
+    for alias, source in aliases:
+        owner, _, leaf = alias.rpartition(".")
+        setattr(model.get_submodule(owner), leaf, model.get_parameter(source))
+
+
+def new_model(model_class: Callable[..., nn.Module], conf, device: torch.device, dtype: torch.dtype,
+              seed: int | None = None, keep_fp32: Iterable[str] = ()) -> nn.Module:
+    """`model_class(conf)` placed by `place_model`. With `seed`, initialised by the model's
+    `init_weights(seed)`; without, built on the meta device and left uninitialised, because a
+    checkpoint overwrites every tensor next and random init of a large model costs minutes."""
+    if seed is None:
+        with torch.device("meta"):
+            model = model_class(conf)
+        place_model(model, device, dtype, empty=True, keep_fp32=keep_fp32)
+    else:
+        model = model_class(conf)
+        model.init_weights(seed)
+        place_model(model, device, dtype, empty=False, keep_fp32=keep_fp32)
+    return model
+
+
+def check_vocab(tokenizer: Tokenizer, vocab_size: int) -> None:
+    """A tokenizer with more ids than the embedding has rows would index past it."""
+    vocab = getattr(tokenizer, "vocab_size", None)
+    if vocab is not None and vocab > vocab_size:
+        raise BackboneLoadError(f"tokenizer has {vocab} ids but the model's vocab_size is {vocab_size}; "
+                                f"set backbone.tokenizer to the model's tokenizer")
+
+
 def save_weights(module: nn.Module, directory: Path, filename: str = "model.safetensors") -> None:
     """Write the module's parameters and persistent buffers as one safetensors file; a tied
     tensor is written once, under its first name."""

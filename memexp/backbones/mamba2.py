@@ -31,13 +31,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer, as_ids
+from memexp.backbones.base import Channel, Observer, Tokenizer
 from memexp.backbones.gdn import RMSNorm
 from memexp.backbones.loading import (
+    DECAY_GATES,
     BackboneLoadError,
     WeightFiles,
+    check_vocab,
     load_tokenizer,
     load_weights,
+    new_model,
     read_config,
     resolve_device,
     resolve_dtype,
@@ -45,6 +48,7 @@ from memexp.backbones.loading import (
 )
 from memexp.backbones.ops import gated_rms_norm, short_conv
 from memexp.backbones.ops.ssd import ssd
+from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
 from memexp.config import BackboneConfig, ConfigError
 from memexp.costs import mamba2_flops_per_token, mamba2_state_bytes
 
@@ -54,6 +58,7 @@ HF_INERT_FIELDS = {  # transformers Mamba2Config fields that do not change infer
     "rescale_prenorm_residual", "rms_norm", "output_hidden_states", "return_dict",
 }
 MEGATRON_EXTRA = [r"_extra_state$"]
+FP32_PARAMETERS = (*DECAY_GATES, "D")  # mamba_ssm keeps the skip weight D in fp32 with the gates
 
 
 @dataclass
@@ -278,36 +283,22 @@ class Mamba2ForCausalLM(nn.Module):
 
 
 @dataclass
-class Mamba2State(State):
+class Mamba2State(LayerStates):
     """Per layer: the fp32 SSM state [1, H, P, N] and the raw conv window
     [1, conv_dim, d_conv - 1] (the last xBC inputs before the conv, compute dtype)."""
+
+    RECURRENT_FIELDS = ("ssm",)
 
     ssm: list[torch.Tensor]
     conv: list[torch.Tensor]
     position: int = 0
 
-    def clone(self) -> "Mamba2State":
-        return Mamba2State([s.clone() for s in self.ssm], [w.clone() for w in self.conv], self.position)
 
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (*self.ssm, *self.conv))
-
-    def scale_recurrent(self, lam: float) -> None:
-        for s in self.ssm:
-            s.mul_(lam)
-
-
-class Mamba2Backbone(Backbone):
+class Mamba2Backbone(LayerStackBackbone):
     """A Mamba-2 language model at batch size 1."""
 
     def __init__(self, model: Mamba2ForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int) -> None:
-        self.model = model.eval()
-        self.config = model.config
-        self.tokenizer = tokenizer
-        self.name = name
-        self.prefill_chunk = prefill_chunk
-        self.device = model.lm_head.weight.device
-        self.dtype = model.lm_head.weight.dtype
+        super().__init__(model, tokenizer, name, prefill_chunk)
         c = self.config
         self.channels = [Channel(layer, g, c.state_size) for layer in range(c.num_hidden_layers) for g in range(c.n_groups)]
 
@@ -319,26 +310,22 @@ class Mamba2Backbone(Backbone):
         conv = [torch.zeros(1, c.conv_dim, c.conv_kernel - 1, dtype=self.dtype, device=self.device) for _ in range(L)]
         return Mamba2State(ssm, conv)
 
-    @torch.no_grad()
-    def forward(self, state: Mamba2State, ids, observer: Observer | None = None) -> torch.Tensor:
-        ids = as_ids(ids, self.device)
-        if ids.numel() == 0:
-            raise ValueError("forward needs at least one token")
-        for start in range(0, ids.numel(), self.prefill_chunk):
-            last = self._chunk(state, ids[start:start + self.prefill_chunk], observer, start)
-        state.position += ids.numel()
-        m = self.model
-        return m.lm_head(m.backbone.norm_f(last).to(self.dtype)).float()
+    @property
+    def residual_dtype(self) -> torch.dtype:
+        return torch.float32 if self.config.residual_in_fp32 else self.dtype
 
-    def _chunk(self, state: Mamba2State, ids: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
-        """Advance every layer over one bounded chunk; returns the last residual [hidden]."""
-        residual_dtype = torch.float32 if self.config.residual_in_fp32 else self.dtype
-        x = self.model.backbone.embeddings(ids)[None].to(residual_dtype)
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.backbone.embeddings(ids)[None].to(self.residual_dtype)
+
+    def _layers(self, state: Mamba2State, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
         for i, block in enumerate(self.model.backbone.layers):
-            emit = None if observer is None else (lambda k, q, i=i: observer(i, start, k, q))
-            out, state.ssm[i], state.conv[i] = block.mixer(block.norm(x).to(self.dtype), state.ssm[i], state.conv[i], emit)
-            x = x + out.to(residual_dtype)
-        return x[0, -1]
+            out, state.ssm[i], state.conv[i] = block.mixer(block.norm(x).to(self.dtype), state.ssm[i], state.conv[i],
+                                                           layer_emitter(observer, i, start))
+            x = x + out.to(self.residual_dtype)
+        return x
+
+    def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
+        return self.model.backbone.norm_f(last).to(self.dtype)
 
     def flops_per_token(self) -> dict[str, float]:
         return mamba2_flops_per_token(asdict(self.config))
@@ -360,34 +347,14 @@ def build(cfg: BackboneConfig) -> Mamba2Backbone:
         directory = resolve_pretrained(cfg.pretrained, cfg.revision)
         raw = read_config(directory)
         conf = Mamba2Config.from_dict(raw, where=str(directory / "config.json"))
-        with torch.device("meta"):
-            model = Mamba2ForCausalLM(conf)
-        _place(model, device, dtype, empty=True)
+        model = new_model(Mamba2ForCausalLM, conf, device, dtype, keep_fp32=FP32_PARAMETERS)
         rename = (lambda n: n.replace("backbone.embedding.", "backbone.embeddings.")) if "d_model" in raw else None
         load_weights(model, WeightFiles(directory), ignore=MEGATRON_EXTRA, rename=rename, source=str(directory))
         tokenizer = load_tokenizer(cfg.tokenizer, directory)
     else:
         conf = Mamba2Config.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = Mamba2ForCausalLM(conf)
-        model.init_weights(cfg.seed)
-        _place(model, device, dtype, empty=False)
+        model = new_model(Mamba2ForCausalLM, conf, device, dtype, seed=cfg.seed, keep_fp32=FP32_PARAMETERS)
         tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    vocab = getattr(tokenizer, "vocab_size", None)
-    if vocab is not None and vocab > conf.vocab_size:
-        raise BackboneLoadError(f"tokenizer has {vocab} ids but the model's vocab_size is {conf.vocab_size}; "
-                                f"set backbone.tokenizer to the model's tokenizer")
+    check_vocab(tokenizer, conf.vocab_size)
     return Mamba2Backbone(model, tokenizer, cfg.name, cfg.prefill_chunk)
 
-
-def _place(model: Mamba2ForCausalLM, device: torch.device, dtype: torch.dtype, empty: bool) -> None:
-    """Move to device and compute dtype; A_log, dt_bias and D stay fp32 like mamba_ssm's."""
-    model.to(dtype=dtype)
-    for layer in model.backbone.layers:
-        for p in (layer.mixer.A_log, layer.mixer.dt_bias, layer.mixer.D):
-            p.data = p.data.float()
-    if empty:
-        model.to_empty(device=device)
-    else:
-        model.to(device=device)
-    if model.config.tie_word_embeddings:
-        model.lm_head.weight = model.backbone.embeddings.weight  # to_empty unties shared parameters

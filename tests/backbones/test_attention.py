@@ -8,6 +8,7 @@ import json
 
 import pytest
 import torch
+from backbone_checks import feed, pieces_of
 from safetensors.torch import save_file
 
 from memexp.backbones.attention import build
@@ -26,21 +27,6 @@ LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 4.0, "lo
 def tiny(prefill_chunk: int = 2048, window: int | None = None, **model):
     return build(BackboneConfig(name="tiny_llama", arch="llama", device="cpu", tokenizer="byte", window=window,
                                 prefill_chunk=prefill_chunk, model={**TINY, **model}))
-
-
-def feed(backbone, pieces, state=None):
-    state = backbone.init_state() if state is None else state
-    for piece in pieces:
-        logits = backbone.forward(state, piece)
-    return logits, state
-
-
-def pieces_of(ids, cuts):
-    out, start = [], 0
-    for n in cuts:
-        out.append(ids[start:start + n])
-        start += n
-    return out
 
 
 def perturbed(model):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from backbone_checks import branch_and_continue, check_method_end_to_end, feed, pieces_of
 
 from memexp.backbones.gdn2 import build
 from memexp.backbones.loading import BackboneLoadError
@@ -26,21 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def tiny(prefill_chunk: int = 2048, **model):
     return build(BackboneConfig(name="tiny_gdn2", arch="gdn2", device="cpu", tokenizer="byte",
                                 prefill_chunk=prefill_chunk, model={**TINY, **model}))
-
-
-def feed(backbone, pieces, state=None):
-    state = backbone.init_state() if state is None else state
-    for piece in pieces:
-        logits = backbone.forward(state, piece)
-    return logits, state
-
-
-def pieces_of(ids, cuts):
-    out, start = [], 0
-    for n in cuts:
-        out.append(ids[start:start + n])
-        start += n
-    return out
 
 
 def litgpt_state_dict(backbone) -> dict[str, torch.Tensor]:
@@ -176,13 +162,7 @@ def test_continuation_is_exact(cuts):
 
 
 def test_clone_branches_are_independent_and_rescale():
-    backbone = tiny()
-    ids = torch.randint(0, 300, (30,))
-    _, base = feed(backbone, [ids[:20]])
-    branch = base.clone()
-    backbone.forward(branch, ids[20:25])
-    after_base, _ = feed(backbone, [ids[20:]], base)
-    torch.testing.assert_close(after_base, feed(backbone, [ids])[0], atol=1e-5, rtol=1e-5)
+    _, branch = branch_and_continue(tiny())
     windows = [w.clone() for w in branch.conv]
     branch.scale_recurrent(0.0)
     assert all(torch.count_nonzero(s) == 0 for s in branch.recurrent)
@@ -208,23 +188,8 @@ def test_offline_hub_id_fails_clearly(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("method", ["plain", "notebank"])
 def test_methods_run_end_to_end(method):
-    from memexp.benchmarks.base import Question
-    from memexp.config import NoteBankConfig, PlainConfig
-    from memexp.methods import build_method
-
-    cfg = PlainConfig() if method == "plain" else NoteBankConfig(chunk_size=64, window=8, tail=8, span_budget=16,
-                                                                  address_dim=4)
-    backbone = tiny()
-    tok = backbone.tokenizer
-    context = tok.encode(" ".join(f"Fact {i}: the code for item {i} is {7 * i + 3}." for i in range(12)), add_bos=True)
-    question = Question(id="q", prompt="What is the code for item 4?", references=["31"], metric="string_match",
-                        max_new_tokens=4)
-    m = build_method(cfg)
-    memory = m.read(backbone, context)
-    answer = m.answer(backbone, memory, tok.encode(question.prompt), question)
-    assert 1 <= len(answer.ids) <= 4 and memory.state.position == len(context)
-    if method == "notebank":
-        assert memory.stats["notes"] > 0 and answer.tokens["replay"] > 0
+    memory, context = check_method_end_to_end(tiny(), method)
+    assert memory.state.position == len(context)
 
 
 PASSAGE = (

@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from backbone_checks import branch_and_continue, check_method_end_to_end, feed, pieces_of
 
 from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.mamba2 import Mamba2Config, build
@@ -21,13 +22,6 @@ TINY = dict(hidden_size=32, num_hidden_layers=2, num_heads=4, head_dim=16, state
 def tiny(prefill_chunk: int = 2048, **model) -> object:
     return build(BackboneConfig(name="tiny_mamba2", arch="mamba2", device="cpu", tokenizer="byte",
                                 prefill_chunk=prefill_chunk, model={**TINY, **model}))
-
-
-def feed(backbone, pieces, state=None):
-    state = backbone.init_state() if state is None else state
-    for piece in pieces:
-        logits = backbone.forward(state, piece)
-    return logits, state
 
 
 def assert_same_state(a, b, atol=1e-5):
@@ -114,24 +108,13 @@ def test_continuation_is_exact(cuts):
     backbone = tiny(prefill_chunk=13)
     ids = torch.randint(0, 300, (sum(cuts),))
     whole, s_whole = feed(backbone, [ids])
-    pieces, start = [], 0
-    for n in cuts:
-        pieces.append(ids[start:start + n])
-        start += n
-    split, s_split = feed(backbone, pieces)
+    split, s_split = feed(backbone, pieces_of(ids, cuts))
     torch.testing.assert_close(split, whole, atol=1e-5, rtol=1e-5)
     assert_same_state(s_split, s_whole)
 
 
 def test_clone_branches_are_independent():
-    backbone = tiny()
-    ids = torch.randint(0, 300, (30,))
-    _, base = feed(backbone, [ids[:20]])
-    branch = base.clone()
-    backbone.forward(branch, ids[20:25])
-    after_base, _ = feed(backbone, [ids[20:]], base)
-    reference, _ = feed(backbone, [ids])
-    torch.testing.assert_close(after_base, reference, atol=1e-5, rtol=1e-5)
+    base, branch = branch_and_continue(tiny())
     assert branch.position == 25 and base.position == 30
     assert all(a.data_ptr() != b.data_ptr() for a, b in zip(branch.ssm + branch.conv, base.ssm + base.conv))
 
@@ -192,25 +175,7 @@ def test_offline_hub_id_fails_clearly(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("method", ["plain", "notebank"])
 def test_methods_run_end_to_end(method):
-    from memexp.benchmarks.base import Question
-    from memexp.config import NoteBankConfig, PlainConfig
-    from memexp.methods import build_method
-
-    cfg = PlainConfig() if method == "plain" else NoteBankConfig(chunk_size=64, window=8, tail=8, span_budget=16, address_dim=4,
-                                                                  rescale=0.0)
-    backbone = tiny()
-    tok = backbone.tokenizer
-    context = tok.encode(" ".join(f"Fact {i}: the code for item {i} is {7 * i + 3}." for i in range(12)), add_bos=True)
-    question = Question(id="q", prompt="What is the code for item 4?", references=["31"], metric="string_match",
-                        max_new_tokens=4)
-    m = build_method(cfg)
-    memory = m.read(backbone, context)
-    position = memory.state.position
-    answer = m.answer(backbone, memory, tok.encode(question.prompt), question)
-    assert 1 <= len(answer.ids) <= 4
-    assert memory.state.position == position
-    if method == "notebank":
-        assert memory.stats["notes"] > 0 and answer.tokens["replay"] > 0
+    check_method_end_to_end(tiny(), method, rescale=0.0)
 
 
 def test_megatron_conversion_loads(hf_checkpoint, tmp_path):

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from memexp.backbones.ops.l2norm import l2_norm
+from memexp.backbones.ops.reference import fp32_state, reference_form
 from memexp.dispatch import use_kernels
 
 CHUNK = 64
@@ -74,13 +75,9 @@ def gated_delta_rule(
         )
     if use_qk_l2norm:
         q, k = l2_norm(q), l2_norm(k)
-    if form == "auto":
-        form = "recurrent" if q.shape[1] <= RECURRENT_MAX_T else "chunk"
-    if form == "recurrent":
+    if reference_form(form, q.shape[1], RECURRENT_MAX_T) == "recurrent":
         return recurrent_gated_delta_rule_ref(q, k, v, g, beta, scale, initial_state, output_final_state)
-    if form == "chunk":
-        return chunk_gated_delta_rule_ref(q, k, v, g, beta, scale, initial_state, output_final_state)
-    raise ValueError(f"form={form!r}: allowed values are auto, chunk, recurrent")
+    return chunk_gated_delta_rule_ref(q, k, v, g, beta, scale, initial_state, output_final_state)
 
 
 def _heads_first(q, k, v, g, beta, scale):
@@ -95,12 +92,6 @@ def _heads_first(q, k, v, g, beta, scale):
     q, k, v = (x.float().transpose(1, 2) for x in (q, k, v))
     g, beta = (x.float().transpose(1, 2) for x in (g, beta))
     return q, k, v, g, beta
-
-
-def _initial(initial_state, B, HV, K, V, device):
-    if initial_state is None:
-        return torch.zeros(B, HV, K, V, dtype=torch.float32, device=device)
-    return initial_state.float()
 
 
 def recurrent_gated_delta_rule_ref(
@@ -118,7 +109,7 @@ def recurrent_gated_delta_rule_ref(
     q, k, v, g, beta = _heads_first(q, k, v, g, beta, scale)
     B, HV, T, K = k.shape
     V = v.shape[-1]
-    S = _initial(initial_state, B, HV, K, V, q.device)
+    S = fp32_state(initial_state, (B, HV, K, V), q.device)
     o = v.new_empty(B, HV, T, V)
     for t in range(T):
         S = S * g[:, :, t].exp()[..., None, None]
@@ -159,7 +150,7 @@ def chunk_gated_delta_rule_ref(
     q, k, v, g, beta = _heads_first(q, k, v, g, beta, scale)
     B, HV, T, K = k.shape
     V = v.shape[-1]
-    S = _initial(initial_state, B, HV, K, V, q.device)
+    S = fp32_state(initial_state, (B, HV, K, V), q.device)
     C = chunk_size
     pad = (-T) % C
     if pad:

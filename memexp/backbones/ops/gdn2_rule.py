@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from memexp.backbones.ops.l2norm import l2_norm
+from memexp.backbones.ops.reference import fp32_state, reference_form
 from memexp.dispatch import use_kernels
 
 CHUNK = 32  # the chunked reference holds [C, C, K] pair decays per head: keep C small
@@ -72,13 +73,9 @@ def gdn2_rule(
         )
     if use_qk_l2norm:
         q, k = l2_norm(q), l2_norm(k)
-    if form == "auto":
-        form = "recurrent" if q.shape[1] <= RECURRENT_MAX_T else "chunk"
-    if form == "recurrent":
+    if reference_form(form, q.shape[1], RECURRENT_MAX_T) == "recurrent":
         return recurrent_gdn2_ref(q, k, v, g, b, w, scale, initial_state)
-    if form == "chunk":
-        return chunk_gdn2_ref(q, k, v, g, b, w, scale, initial_state)
-    raise ValueError(f"form={form!r}: allowed values are auto, chunk, recurrent")
+    return chunk_gdn2_ref(q, k, v, g, b, w, scale, initial_state)
 
 
 def _heads_first(q, k, v, g, b, w, scale):
@@ -89,19 +86,13 @@ def _heads_first(q, k, v, g, b, w, scale):
     return tuple(x.float().transpose(1, 2) for x in (q, k, v, g, b, w))
 
 
-def _initial(initial_state, B, H, K, V, device) -> torch.Tensor:
-    if initial_state is None:
-        return torch.zeros(B, H, K, V, dtype=torch.float32, device=device)
-    return initial_state.float()
-
-
 def recurrent_gdn2_ref(q, k, v, g, b, w, scale=None, initial_state=None) -> tuple[torch.Tensor, torch.Tensor]:
     """Token-by-token reference in fp32; shapes as in `gdn2_rule`."""
     out_dtype = v.dtype
     q, k, v, g, b, w = _heads_first(q, k, v, g, b, w, scale)
     B, H, T, K = k.shape
     V = v.shape[-1]
-    S = _initial(initial_state, B, H, K, V, q.device)
+    S = fp32_state(initial_state, (B, H, K, V), q.device)
     o = v.new_empty(B, H, T, V)
     for t in range(T):
         S = S * g[:, :, t].exp()[..., None]
@@ -132,7 +123,7 @@ def chunk_gdn2_ref(q, k, v, g, b, w, scale=None, initial_state=None, chunk_size:
     q, k, v, g, b, w = _heads_first(q, k, v, g, b, w, scale)
     B, H, T, K = k.shape
     V = v.shape[-1]
-    S = _initial(initial_state, B, H, K, V, q.device)
+    S = fp32_state(initial_state, (B, H, K, V), q.device)
     C = chunk_size
     pad = (-T) % C
     if pad:

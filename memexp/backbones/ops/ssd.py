@@ -18,6 +18,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from memexp.backbones.ops.reference import fp32_state, reference_form
 from memexp.dispatch import use_kernels
 
 CHUNK = 256  # mamba2-1.3b's chunk size; any value gives the same result up to rounding
@@ -72,13 +73,9 @@ def ssd(
         )
         return y, final.float()
     dt = step_sizes(dt, dt_bias, dt_softplus, dt_limit)
-    if form == "auto":
-        form = "recurrent" if x.shape[1] <= RECURRENT_MAX_T else "chunk"
-    if form == "recurrent":
+    if reference_form(form, x.shape[1], RECURRENT_MAX_T) == "recurrent":
         return recurrent_ssd_ref(x, dt, A, B, C, D, initial_state)
-    if form == "chunk":
-        return chunk_ssd_ref(x, dt, A, B, C, D, initial_state, chunk_size)
-    raise ValueError(f"form={form!r}: allowed values are auto, chunk, recurrent")
+    return chunk_ssd_ref(x, dt, A, B, C, D, initial_state, chunk_size)
 
 
 def step_sizes(
@@ -106,13 +103,6 @@ def _per_head(B: torch.Tensor, C: torch.Tensor, H: int) -> tuple[torch.Tensor, t
     return B.float().repeat_interleave(H // G, dim=2), C.float().repeat_interleave(H // G, dim=2)
 
 
-def _initial(initial_state, x: torch.Tensor, N: int) -> torch.Tensor:
-    b, _, H, P = x.shape
-    if initial_state is None:
-        return x.new_zeros(b, H, P, N, dtype=torch.float32)
-    return initial_state.float()
-
-
 def recurrent_ssd_ref(
     x: torch.Tensor,
     dt: torch.Tensor,
@@ -126,7 +116,7 @@ def recurrent_ssd_ref(
     H = x.shape[2]
     Bh, Ch = _per_head(B, C, H)
     xf = x.float()
-    S = _initial(initial_state, x, Bh.shape[-1])
+    S = fp32_state(initial_state, (x.shape[0], H, x.shape[3], Bh.shape[-1]), x.device)
     decay = torch.exp(dt * A.float())
     y = torch.empty_like(xf)
     for t in range(x.shape[1]):
@@ -160,7 +150,7 @@ def chunk_ssd_ref(
     b, T, H, P = x.shape
     Bh, Ch = _per_head(B, C, H)
     N = Bh.shape[-1]
-    S = _initial(initial_state, x, N)
+    S = fp32_state(initial_state, (b, H, P, N), x.device)
     xf = x.float()
     xdt = xf * dt[..., None]
     a = dt * A.float()
