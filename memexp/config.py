@@ -106,9 +106,6 @@ class JRTConfig(MethodConfig):
     name: str = "jrt"
     separator: str = "\n\n"  # text between the first and second reading
 
-    def __post_init__(self) -> None:
-        pass
-
 
 @dataclass
 class NoteBankConfig(MethodConfig):

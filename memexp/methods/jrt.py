@@ -12,22 +12,22 @@ from __future__ import annotations
 from memexp.backbones.base import Backbone, Stopwatch
 from memexp.benchmarks.base import Question
 from memexp.config import JRTConfig
-from memexp.methods.base import Answer, Memory, Method
+from memexp.methods.base import Answer, Memory
+from memexp.methods.plain import Plain
 
 
-class JRT(Method):
+class JRT(Plain):
+    """Reads the context like Plain and keeps its ids for the second reading."""
+
     name = "jrt"
 
     def __init__(self, cfg: JRTConfig | None = None) -> None:
         self.cfg = cfg or JRTConfig()
 
     def read(self, backbone: Backbone, context_ids: list[int]) -> Memory:
-        watch = Stopwatch()
-        state = backbone.init_state()
-        with watch.stage("prefill"):
-            if context_ids:
-                backbone.forward(state, context_ids)
-        return Memory(state=state, context_len=len(context_ids), seconds=watch.seconds, extra=list(context_ids))
+        memory = super().read(backbone, context_ids)
+        memory.extra = list(context_ids)
+        return memory
 
     def answer(self, backbone: Backbone, memory: Memory, question_ids: list[int], question: Question,
                stop: list[int] | None = None) -> Answer:
