@@ -59,8 +59,8 @@ def load_config(overrides: list[str]) -> RunConfig:
 
 def sweep_jobs(overrides: list[str]) -> list[list[str]]:
     """The override list of every job a multirun command line expands to."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)

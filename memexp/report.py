@@ -28,13 +28,18 @@ def find_runs(roots: list[Path]) -> list[dict]:
 
 
 def _varying_method_fields(runs: list[dict]) -> list[str]:
+    """Method fields that take more than one value among runs of the same method."""
     keys = sorted({k for r in runs for k in r["config"]["method"] if k != "name"})
-    return [k for k in keys if len({json.dumps(r["config"]["method"].get(k)) for r in runs}) > 1]
+    by_method: dict[str, list[dict]] = {}
+    for r in runs:
+        by_method.setdefault(r["config"]["method"]["name"], []).append(r["config"]["method"])
+    return [k for k in keys if any(len({json.dumps(m.get(k)) for m in ms}) > 1 for ms in by_method.values())]
 
 
 def label(run: dict, varying: list[str]) -> str:
     m = run["config"]["method"]
-    extra = ", ".join(f"{k}={m[k]}" for k in varying if k in m)
+    # json keeps separators such as "\n\n" on one line (Markdown rows, plot legends)
+    extra = ", ".join(f"{k}={json.dumps(m[k])}" for k in varying if k in m)
     return f"{run['config']['backbone']['name']} / {m['name']}" + (f" ({extra})" if extra else "")
 
 

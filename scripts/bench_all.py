@@ -16,7 +16,7 @@ BENCHMARKS = [
     ("notebank vs plain + routing (issue 4)", [PY, "scripts/bench_notebank.py"]),
     ("routing reference vs fast path vs kernel (issue 5)", [PY, "scripts/bench_routing.py"]),
     ("latency App. C.5 (issue 5)", [PY, "scripts/latency.py", "inputs=synthetic", "threads=2"]),
-    ("read-once vs re-read (issue 7)", [PY, "scripts/bench_read_once.py"]),
+    ("read-once vs re-read (issue 7)", [PY, "scripts/bench_read_once.py", "--repeats", "2"]),
     ("backbones vs transformers (issue 8)", [PY, "scripts/bench_backbones.py", "--threads", "2"]),
 ]
 

@@ -21,13 +21,13 @@ import statistics
 import time
 
 import torch
-from memexp.kernels.routing import route_votes
 
 from memexp.backbones import load_backbone
 from memexp.backbones.base import Backbone
 from memexp.benchmarks.base import Question
 from memexp.config import NoteBankConfig, PlainConfig
 from memexp.dispatch import set_kernels
+from memexp.kernels.routing import route_votes
 from memexp.methods.base import Memory
 from memexp.methods.notebank.archive import Archive
 from memexp.methods.notebank.method import NoteBank
