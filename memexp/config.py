@@ -65,6 +65,7 @@ class BackboneConfig:
     device: str = "auto"  # auto = cuda when available
     prefill_chunk: int = 2048  # tokens per bounded forward chunk (memory stays bounded)
     window: Optional[int] = None  # sliding attention window (attention backbones)
+    chat: bool = False  # wrap context + question in the checkpoint's chat template (instruct models)
     model: dict = field(default_factory=dict)  # architecture fields for random init
     seed: int = 0  # random-init seed
 

@@ -15,6 +15,7 @@ from dataclasses import asdict
 import torch
 from tqdm import tqdm
 
+from memexp.backbones.base import chat_split
 from memexp.benchmarks import build_benchmark
 from memexp.benchmarks.base import Benchmark, Example
 from memexp.config import RunConfig
@@ -65,7 +66,7 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
             if all((ex.id, q.id) in done_keys for q in ex.questions):
                 bar.update(1)
                 continue
-            for rec in _run_example(ex, backbone, method, bench, done_keys, costs):
+            for rec in _run_example(ex, backbone, method, bench, done_keys, costs, cfg.backbone.chat):
                 folder.append(rec)
                 records.append(rec)
                 sink.log_record(rec)
@@ -84,16 +85,26 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
     return summary
 
 
-def _run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: set, costs):
+def _chat_applies(ex: Example, chat: bool) -> bool:
+    """Benchmarks opt a question out of the chat template with meta chat_template=False
+    (LongBench's trec, triviaqa, samsum); the context is shared, so the first question decides."""
+    return chat and bool(ex.questions) and ex.questions[0].meta.get("chat_template", True)
+
+
+def _run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: set, costs, chat: bool = False):
     tok = backbone.tokenizer
-    context_ids = tok.encode(ex.context, add_bos=True)
+    use_chat = _chat_applies(ex, chat)
+    system = ex.meta.get("system")
+    context = chat_split(backbone, ex.context, "", system)[0] if use_chat else ex.context
+    context_ids = tok.encode(context, add_bos=True)
     t0 = time.perf_counter()
     memory = method.read(backbone, context_ids)
     read_seconds = time.perf_counter() - t0
     for q in ex.questions:
         if (ex.id, q.id) in done_keys:
             continue
-        q_ids = tok.encode(q.prompt)
+        prompt = chat_split(backbone, ex.context, q.prompt, system)[1] if use_chat else q.prompt
+        q_ids = tok.encode(prompt)
         ans = method.answer(backbone, memory, q_ids, q)
         gen = [i for i in ans.ids if i not in set(tok.stop_ids)]
         prediction = bench.postprocess(tok.decode(gen), q)

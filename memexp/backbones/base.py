@@ -118,6 +118,11 @@ class Backbone(ABC):
             logits = self.forward(state, [nxt])
         return out
 
+    def chat_prompt(self, user: str, system: str | None = None) -> str:
+        """The checkpoint's chat template around one user turn, ending with the assistant
+        header. Only instruction-tuned backbones that ship a template have one."""
+        raise NotImplementedError(f"{self.name} has no chat template; set backbone.chat=false")
+
     @abstractmethod
     def flops_per_token(self) -> dict[str, float]:
         """Analytical forward FLOPs per token: {'backbone': ..., 'lm_head': ...} (App. C.6)."""
@@ -125,6 +130,19 @@ class Backbone(ABC):
     @abstractmethod
     def state_bytes(self) -> dict[str, int]:
         """Persistent state bytes per sequence: {'recurrent': ..., 'conv': ..., 'kv': ...}."""
+
+
+_SPLIT = "\x00memexp-question\x00"
+
+
+def chat_split(backbone: Backbone, context: str, prompt: str, system: str | None = None) -> tuple[str, str]:
+    """(context, prompt) wrapped in the backbone's chat template as one user turn, split where
+    the question starts: the template's head goes with the context, which is read once, and
+    its tail (end of turn, assistant header) with every question."""
+    head, sep, tail = backbone.chat_prompt(context + _SPLIT + prompt, system).partition(_SPLIT)
+    if not sep:
+        raise ValueError(f"{backbone.name}: the chat template altered the user turn; cannot split it")
+    return head, tail
 
 
 def as_ids(ids, device: torch.device | None = None) -> torch.Tensor:
