@@ -33,6 +33,7 @@ from memexp.backbones.loading import (
     load_tokenizer,
     load_weights,
     new_model,
+    read_chat_template,
     read_config,
     resolve_device,
     resolve_dtype,
@@ -288,6 +289,7 @@ def build(cfg: BackboneConfig) -> AttentionBackbone:
     random weights (`cfg.model`, Llama field names). `cfg.window` sets a sliding window."""
     device = resolve_device(cfg.device)
     dtype = resolve_dtype(cfg.dtype, device)
+    template = None
     if cfg.pretrained is not None:
         if cfg.model:
             raise ConfigError(f"backbone.model: fields are for random init only; the architecture of "
@@ -299,10 +301,13 @@ def build(cfg: BackboneConfig) -> AttentionBackbone:
         rename = fla_to_llama_name if raw.get("model_type") == "transformer" else None
         load_weights(model, WeightFiles(directory), rename=rename, source=str(directory))
         tokenizer = load_tokenizer(cfg.tokenizer, directory)
+        template = read_chat_template(directory, cfg.pretrained, cfg.revision)
     else:
         conf = AttentionConfig.from_dict(cfg.model, strict=True, where="backbone.model")
         model = new_model(LlamaForCausalLM, conf, device, dtype, seed=cfg.seed)
         tokenizer = load_tokenizer(cfg.tokenizer or "byte")
     check_vocab(tokenizer, conf.vocab_size)
-    return AttentionBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk, cfg.window or conf.window)
+    backbone = AttentionBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk, cfg.window or conf.window)
+    backbone.chat_template = template
+    return backbone
 

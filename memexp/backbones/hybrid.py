@@ -29,9 +29,7 @@ KV caches, conv windows and the position counter are kept.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -47,6 +45,7 @@ from memexp.backbones.loading import (
     load_tokenizer,
     load_weights,
     new_model,
+    read_chat_template,
     read_config,
     resolve_device,
     resolve_dtype,
@@ -334,19 +333,6 @@ class HybridBackbone(LayerStackBackbone):
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.model.norm(last)
 
-    def chat_prompt(self, user: str, system: str | None = None, enable_thinking: bool = False) -> str:
-        """The checkpoint's chat template applied to one user turn, ending with the assistant
-        header (thinking disabled by default, as the papers' LongBench v2 setup)."""
-        if self.chat_template is None:
-            raise BackboneLoadError(f"{self.name}: the checkpoint has no chat template (tokenizer_config.json "
-                                    f"chat_template or chat_template.jinja)")
-        from transformers.utils.chat_template_utils import render_jinja_template
-
-        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
-        rendered, _ = render_jinja_template([messages], chat_template=self.chat_template, add_generation_prompt=True,
-                                            enable_thinking=enable_thinking)
-        return rendered[0]
-
     def flops_per_token(self) -> dict[str, float]:
         """{'backbone', 'lm_head', 'attention_per_key'} (memexp.costs): the attention layers'
         QK^T and AV cost is per (query, key) pair, so it depends on the context."""
@@ -363,24 +349,6 @@ class HybridBackbone(LayerStackBackbone):
 def checkpoint_name(name: str) -> str:
     """Tensor names of the vision-language release onto the text model's tree."""
     return name.replace("model.language_model.", "model.", 1)
-
-
-def read_chat_template(directory: Path, source: str | None = None, revision: str | None = None) -> str | None:
-    """The chat template of a checkpoint: tokenizer_config.json's `chat_template`, else
-    chat_template.jinja beside it (fetched from the hub for hub ids when absent)."""
-    directory = Path(directory)
-    tok_config = directory / "tokenizer_config.json"
-    if tok_config.is_file():
-        template = json.loads(tok_config.read_text()).get("chat_template")
-        if isinstance(template, str):
-            return template
-    jinja = directory / "chat_template.jinja"
-    if not jinja.is_file() and source is not None and not Path(source).expanduser().is_dir():
-        try:
-            jinja = resolve_pretrained(source, revision, patterns=["chat_template.jinja"]) / "chat_template.jinja"
-        except BackboneLoadError:
-            return None
-    return jinja.read_text() if jinja.is_file() else None
 
 
 def build(cfg: BackboneConfig) -> HybridBackbone:

@@ -378,3 +378,21 @@ def load_tokenizer(source: str | None, weights_dir: Path | None = None, revision
         return HFTokenizer(tok, tok.bos_token_id, tok.eos_token_id)
     raise BackboneLoadError(f"{directory}: no tokenizer files (tokenizer.json, tokenizer.model, tokenizer_config.json); "
                             f"set backbone.tokenizer to 'byte', a directory or a hub id")
+
+
+def read_chat_template(directory: Path, source: str | None = None, revision: str | None = None) -> str | None:
+    """The chat template of a checkpoint: tokenizer_config.json's `chat_template`, else
+    chat_template.jinja beside it (fetched from the hub for hub ids when absent)."""
+    directory = Path(directory)
+    tok_config = directory / "tokenizer_config.json"
+    if tok_config.is_file():
+        template = json.loads(tok_config.read_text()).get("chat_template")
+        if isinstance(template, str):
+            return template
+    jinja = directory / "chat_template.jinja"
+    if not jinja.is_file() and source is not None and not Path(source).expanduser().is_dir():
+        try:
+            jinja = resolve_pretrained(source, revision, patterns=["chat_template.jinja"]) / "chat_template.jinja"
+        except BackboneLoadError:
+            return None
+    return jinja.read_text() if jinja.is_file() else None

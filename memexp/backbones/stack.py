@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from memexp.backbones.base import Backbone, Observer, State, Tokenizer, as_ids
+from memexp.backbones.loading import BackboneLoadError
 
 
 class LayerStates(State):
@@ -77,6 +78,20 @@ class LayerStackBackbone(Backbone):
         self.prefill_chunk = prefill_chunk
         self.device = model.lm_head.weight.device
         self.dtype = model.lm_head.weight.dtype
+        self.chat_template: str | None = None  # the checkpoint's Jinja chat template, when it ships one
+
+    def chat_prompt(self, user: str, system: str | None = None, enable_thinking: bool = False) -> str:
+        """The checkpoint's chat template applied to one user turn, ending with the assistant
+        header (thinking disabled by default, as the papers' LongBench v2 setup)."""
+        if self.chat_template is None:
+            raise BackboneLoadError(f"{self.name}: the checkpoint has no chat template (tokenizer_config.json "
+                                    f"chat_template or chat_template.jinja)")
+        from transformers.utils.chat_template_utils import render_jinja_template
+
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+        rendered, _ = render_jinja_template([messages], chat_template=self.chat_template, add_generation_prompt=True,
+                                            enable_thinking=enable_thinking)
+        return rendered[0]
 
     @torch.no_grad()
     def forward(self, state: State, ids, observer: Observer | None = None) -> torch.Tensor:

@@ -222,3 +222,22 @@ def test_backbone_options():
     assert baseline.pretrained == "m-a-p/transformer_1.3B_baseline" and baseline.arch == "llama"
     assert load_backbone({**OmegaConf.to_container(OmegaConf.load(CONF_DIR / "tiny_llama_random.yaml")),
                           "window": 4096}).window == 4096
+
+
+def test_instruct_checkpoint_chat_template(hf_llama, tmp_path):
+    """Llama-3.2-Instruct ships a chat template in tokenizer_config.json; chat_prompt renders it,
+    and a checkpoint without one says so."""
+    directory, _, _, _ = hf_llama
+    template = ("<|begin_of_text|>{%- for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"
+                "{{ m.content }}<|eot_id|>{%- endfor %}"
+                "{%- if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}")
+    for f in directory.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": template}))
+    backbone = build(BackboneConfig(name="l", arch="llama", pretrained=str(tmp_path), device="cpu"))
+    assert backbone.chat_prompt("Hi?", system="Be brief.") == (
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHi?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
+    with pytest.raises(BackboneLoadError, match="chat template"):
+        build(BackboneConfig(name="l", arch="llama", pretrained=str(directory), device="cpu")).chat_prompt("Hi?")
