@@ -96,7 +96,8 @@ def _run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: set
     use_chat = _chat_applies(ex, chat)
     system = ex.meta.get("system")
     context = chat_split(backbone, ex.context, "", system)[0] if use_chat else ex.context
-    context_ids = tok.encode(context, add_bos=True)
+    # a chat template carries its own begin-of-text token, as apply_chat_template does
+    context_ids = tok.encode(context, add_bos=not use_chat)
     t0 = time.perf_counter()
     memory = method.read(backbone, context_ids)
     read_seconds = time.perf_counter() - t0

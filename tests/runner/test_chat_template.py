@@ -16,10 +16,11 @@ def toy_template(self, user, system=None):
 class Recorder(Plain):
     def __init__(self):
         super().__init__()
-        self.contexts, self.questions = [], []
+        self.contexts, self.questions, self.first_ids = [], [], []
 
     def read(self, backbone, context_ids):
         self.contexts.append(backbone.tokenizer.decode(context_ids))
+        self.first_ids.append(context_ids[0])
         return super().read(backbone, context_ids)
 
     def answer(self, backbone, memory, question_ids, question, stop=None):
@@ -41,6 +42,12 @@ class TwoExamples(Benchmark):
         return 0.0
 
 
+def load_backbone_bos():
+    from memexp.backbones import load_backbone
+
+    return load_backbone("tiny_gdn_random").tokenizer.bos_id
+
+
 def test_chat_split_puts_the_template_head_with_the_context_and_the_tail_with_the_question(monkeypatch):
     monkeypatch.setattr(GDNBackbone, "chat_prompt", toy_template)
     from memexp.backbones import load_backbone
@@ -60,4 +67,6 @@ def test_runner_wraps_prompts_only_when_asked_and_not_for_opted_out_questions(tm
                        "progress=false"])
     runner.run(cfg)
     assert method.contexts == ["[SYS]Be brief.[/SYS]<user>Doc.", "Doc."]
+    bos = load_backbone_bos()
+    assert method.first_ids[0] != bos and method.first_ids[1] == bos  # the template carries its own start
     assert method.questions == [" Q0?</user><assistant>", " Q1?</user><assistant>", " Q?"]
