@@ -47,7 +47,7 @@ def _element_bytes(dtype: torch.dtype | str | int) -> int:
     return torch.empty((), dtype=dtype).element_size()
 
 
-def _fla_mlp_width(hidden: int, ratio: float | None) -> int:
+def fla_mlp_width(hidden: int, ratio: float | None) -> int:
     """FLA GatedMLP: 2/3 * hidden * hidden_ratio rounded up to a multiple of 256."""
     width = int(hidden * (ratio or 4) * 2 / 3)
     return 256 * ((width + 255) // 256)
@@ -77,17 +77,14 @@ class _GDN:
 
     @classmethod
     def of(cls, config: dict) -> "_GDN":
-        c = {"hidden_size": 2048, "num_hidden_layers": 21, "num_heads": 6, "head_dim": 256, "expand_v": 2.0,
-             "num_v_heads": None, "use_gate": True, "use_short_conv": True, "conv_size": 4, "hidden_ratio": 4,
-             "intermediate_size": None, "vocab_size": 32000, **config}
-        if c.get("attn"):
-            raise ValueError(f"GDN config with attention layers (attn={c['attn']!r}) has no cost model")
-        hidden = c["hidden_size"]
-        return cls(hidden=hidden, layers=c["num_hidden_layers"], heads=c["num_heads"],
-                   v_heads=c["num_v_heads"] or c["num_heads"], d_k=c["head_dim"],
-                   d_v=int(c["head_dim"] * c["expand_v"]),
-                   mlp=c["intermediate_size"] or _fla_mlp_width(hidden, c["hidden_ratio"]),
-                   conv=c["conv_size"] if c["use_short_conv"] else 0, gate=c["use_gate"], vocab=c["vocab_size"])
+        """Shapes of an FLA config.json, parsed by the GDN backbone's own config (defaults,
+        value heads, FLA's MLP width rule) so costs and model never disagree."""
+        from memexp.backbones.gdn import GDNConfig
+
+        c = GDNConfig.from_dict(config)
+        return cls(hidden=c.hidden_size, layers=c.num_hidden_layers, heads=c.num_heads, v_heads=c.v_heads,
+                   d_k=c.head_dim, d_v=c.head_v_dim, mlp=c.mlp_dim, conv=c.conv_size if c.use_short_conv else 0,
+                   gate=c.use_gate, vocab=c.vocab_size)
 
     @property
     def key_dim(self) -> int:
@@ -234,7 +231,7 @@ class _Attention:
         hidden = c["hidden_size"]
         heads = c.get("num_attention_heads", c.get("num_heads"))
         kv = c.get("num_key_value_heads", c.get("num_kv_heads")) or heads
-        mlp = c.get("intermediate_size") or _fla_mlp_width(hidden, c.get("hidden_ratio"))
+        mlp = c.get("intermediate_size") or fla_mlp_width(hidden, c.get("hidden_ratio"))
         return cls(hidden=hidden, layers=c["num_hidden_layers"], heads=heads, kv_heads=kv,
                    head_dim=c.get("head_dim") or hidden // heads, mlp=mlp, vocab=c["vocab_size"])
 

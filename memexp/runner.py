@@ -66,7 +66,7 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
             if all((ex.id, q.id) in done_keys for q in ex.questions):
                 bar.update(1)
                 continue
-            for rec in _run_example(ex, backbone, method, bench, done_keys, costs, cfg.backbone.chat):
+            for rec in run_example(ex, backbone, method, bench, done_keys, costs, cfg.backbone.chat):
                 folder.append(rec)
                 records.append(rec)
                 sink.log_record(rec)
@@ -91,8 +91,12 @@ def _chat_applies(ex: Example, chat: bool) -> bool:
     return chat and bool(ex.questions) and ex.questions[0].meta.get("chat_template", True)
 
 
-def _run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: set, costs, chat: bool = False):
+def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: frozenset | set = frozenset(),
+                costs=None, chat: bool = False):
+    """Read the example's context once, answer each question not in `done_keys` from the
+    retained memory, and yield one scored record per question."""
     tok = backbone.tokenizer
+    stop_ids = set(tok.stop_ids)
     use_chat = _chat_applies(ex, chat)
     system = ex.meta.get("system")
     context = chat_split(backbone, ex.context, "", system)[0] if use_chat else ex.context
@@ -107,7 +111,7 @@ def _run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: set
         prompt = chat_split(backbone, ex.context, q.prompt, system)[1] if use_chat else q.prompt
         q_ids = tok.encode(prompt)
         ans = method.answer(backbone, memory, q_ids, q)
-        gen = [i for i in ans.ids if i not in set(tok.stop_ids)]
+        gen = [i for i in ans.ids if i not in stop_ids]
         prediction = bench.postprocess(tok.decode(gen), q)
         score = float(bench.score(prediction, q))
         tokens = {"context": len(context_ids), **ans.tokens}

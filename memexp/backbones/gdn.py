@@ -42,7 +42,7 @@ from memexp.backbones.loading import (
 from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
 from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
 from memexp.config import BackboneConfig, ConfigError
-from memexp.costs import gdn_flops_per_token, gdn_state_bytes
+from memexp.costs import fla_mlp_width, gdn_flops_per_token, gdn_state_bytes
 
 LEGACY_TENSORS = [r"^model\.layers\.\d+\.attn\.D$"]  # unused `D` of FLA GDN checkpoints before Dec 2024
 FLA_INERT_FIELDS = {  # FLA config fields that do not change inference results
@@ -129,11 +129,7 @@ class GDNConfig:
 
     @property
     def mlp_dim(self) -> int:
-        """FLA GatedMLP's rule: 2/3 * hidden * hidden_ratio rounded up to a multiple of 256."""
-        if self.intermediate_size is not None:
-            return self.intermediate_size
-        width = int(self.hidden_size * (self.hidden_ratio or 4) * 2 / 3)
-        return 256 * ((width + 255) // 256)
+        return self.intermediate_size or fla_mlp_width(self.hidden_size, self.hidden_ratio)
 
     def to_fla_dict(self) -> dict:
         """config.json in FLA's format (readable by fla's GatedDeltaNetConfig)."""

@@ -1,7 +1,7 @@
 """Plain greedy accuracy of a backbone on RULER's own evaluation examples (seed 42 by default).
 
 The recipe reports it as its final metric. The examples and the score are `bench=ruler`'s
-(memexp.benchmarks.ruler), so they are what the runner scores, never text the recipe trained on.
+(memexp.benchmarks.ruler), so they are scored by the runner's own per-example loop, never text the recipe trained on.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from memexp.backbones.base import Backbone
 from memexp.benchmarks.ruler import Ruler
 from memexp.config import RulerConfig
 from memexp.methods.plain import Plain
+from memexp.runner import run_example
 
 
 def plain_accuracy(backbone: Backbone, task: str, length: int, num_samples: int, seed: int = 42) -> float:
@@ -20,10 +21,6 @@ def plain_accuracy(backbone: Backbone, task: str, length: int, num_samples: int,
         bench = Ruler(RulerConfig(tasks=[task], lengths=[length], num_samples=num_samples, seed=seed,
                                   cache_dir=cache_dir))
         examples = bench.task_examples(task, length, backbone.tokenizer)
-    method, tok, scores = Plain(), backbone.tokenizer, []
-    for ex in examples:
-        memory = method.read(backbone, tok.encode(ex.context, add_bos=True))
-        for q in ex.questions:
-            ids = [i for i in method.answer(backbone, memory, tok.encode(q.prompt), q).ids if i not in tok.stop_ids]
-            scores.append(bench.score(bench.postprocess(tok.decode(ids), q), q))
+    method = Plain()
+    scores = [rec["score"] for ex in examples for rec in run_example(ex, backbone, method, bench)]
     return sum(scores) / max(len(scores), 1)
