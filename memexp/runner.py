@@ -71,7 +71,8 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
                 records.append(rec)
                 sink.log_record(rec)
             bar.update(1)
-            bar.set_postfix(score=f"{summarize(records)['overall']:.1f}")
+            if records:
+                bar.set_postfix(score=f"{sum(r['score'] for r in records) / len(records):.1f}")
         bar.close()
         summary = _summary(records, bench, seen)
         folder.write_summary(summary)
