@@ -38,14 +38,16 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def use_kernels(x: torch.Tensor, library: str = "triton") -> bool:
+def use_kernels(x: torch.Tensor, library: str = "triton", required: bool = True) -> bool:
     """Whether the op on tensor `x` should run the kernel from `library` (e.g. 'fla',
     'mamba_ssm', 'triton'). In `triton` mode a missing library or a CPU tensor outside the
-    interpreter is an error rather than a silent fallback."""
+    interpreter is an error rather than a silent fallback, unless the kernel is not
+    `required` (an optional speed-up such as causal-conv1d, which `triton` mode does not
+    insist on)."""
     if _mode == "torch":
         return False
     runnable = has_module(library) and (x.is_cuda or (library == "triton" and interpreting()))
-    if _mode == "triton" and not runnable:
+    if _mode == "triton" and required and not runnable:
         where = "CUDA tensors" if not x.is_cuda else f"the '{library}' package"
         raise RuntimeError(f"kernels=triton needs {where}; use kernels=auto or kernels=torch")
     return runnable

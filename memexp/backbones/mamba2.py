@@ -20,6 +20,9 @@ queries = C, L2-normalised (B and C enter the SSD scan unnormalised; the observe
 unit vectors for cosine routing). `scale_recurrent(lam)` scales the SSM states only (the
 NoteBank paper's rescale before readout; lam = 0 is the clean start), leaving the conv
 windows and the position counter as they are.
+
+On CUDA the conv runs on causal-conv1d's kernels and the scan on mamba_ssm's
+`mamba_chunk_scan_combined`, both from the carried state (ops/short_conv.py, ops/ssd.py).
 """
 
 from __future__ import annotations

@@ -228,3 +228,45 @@ def test_backbone_options():
     state_bytes = backbone.state_bytes()
     assert state_bytes["recurrent"] + state_bytes["conv"] == backbone.init_state().nbytes()
     assert backbone.config.n_groups == 2 and len(backbone.channels) == 4
+
+
+def test_ssd_kernel_call_follows_mamba_ssm_signature(monkeypatch):
+    """The CUDA branch of `ssd`, run on CPU against a stand-in `mamba_chunk_scan_combined`
+    with upstream's exact signature (no **kwargs, so a misnamed argument fails) that applies
+    dt_bias, softplus, dt_limit and D itself: the glue passes raw dt once and carries the
+    initial state, giving the reference's output and final state."""
+    import importlib
+    import sys
+    import types
+
+    from memexp.backbones.ops.ssd import recurrent_ssd_ref, step_sizes
+
+    calls = []
+
+    def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bias=None, initial_states=None,
+                                  seq_idx=None, cu_seqlens=None, dt_softplus=False, dt_limit=(0.0, float("inf")),
+                                  return_final_states=False, return_varlen_states=False):
+        assert z is None and seq_idx is None and A.dtype == torch.float32
+        assert initial_states is None or (initial_states.dtype == torch.float32 and initial_states.is_contiguous())
+        calls.append(x.shape[1])
+        y, final = recurrent_ssd_ref(x, step_sizes(dt, dt_bias, dt_softplus, dt_limit), A, B, C, D, initial_states)
+        return (y, final) if return_final_states else y
+
+    for name in ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    combined = types.ModuleType("mamba_ssm.ops.triton.ssd_combined")
+    combined.mamba_chunk_scan_combined = mamba_chunk_scan_combined
+    monkeypatch.setitem(sys.modules, "mamba_ssm.ops.triton.ssd_combined", combined)
+    ssd_module = importlib.import_module("memexp.backbones.ops.ssd")
+    monkeypatch.setattr(ssd_module, "use_kernels", lambda x, library="triton", required=True: library == "mamba_ssm")
+
+    torch.manual_seed(2)
+    x, dt = torch.randn(1, 21, 4, 8), torch.randn(1, 21, 4)
+    B, C = torch.randn(1, 21, 2, 16), torch.randn(1, 21, 2, 16)
+    A, D, bias, h0 = -torch.rand(4) * 4, torch.randn(4), torch.randn(4), torch.randn(1, 4, 8, 16)
+    y_k, s_k = ssd(x, dt, A, B, C, D, bias, dt_limit=(0.0, 0.5), initial_state=h0)
+    assert calls == [21]
+    monkeypatch.setattr(ssd_module, "use_kernels", lambda *a, **k: False)
+    y_t, s_t = ssd(x, dt, A, B, C, D, bias, dt_limit=(0.0, 0.5), initial_state=h0)
+    torch.testing.assert_close(y_k, y_t, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(s_k, s_t, atol=1e-5, rtol=1e-5)

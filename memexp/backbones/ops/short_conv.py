@@ -3,12 +3,21 @@
 Used before the recurrence in Gated DeltaNet (q, k, v), GDN-2, Mamba-2 (xBC) and Qwen3.5
 (qkv). The window holds the last W - 1 inputs (before the convolution), channels first,
 so feeding a sequence in pieces gives exactly the output of feeding it whole.
+
+`short_conv` dispatches CUDA tensors to Dao-AILab's causal-conv1d kernels (optional: the
+`cuda` extra) when `memexp.dispatch` allows it and the shapes fit them: `causal_conv1d_fn` for prefill chunks
+(channel-last, the only layout in which it takes an initial window and returns the final
+one), `causal_conv1d_update` for single decode tokens. Everything else takes the torch path.
 """
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from memexp.dispatch import use_kernels
+
+KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def short_conv_window(batch: int, channels: int, kernel_size: int, dtype, device) -> torch.Tensor:
@@ -35,15 +44,46 @@ def short_conv(
         y: [B, T, D] in x's dtype; the new window [B, D, W - 1] (a fresh tensor; the old
         window is never written).
     """
+    if activation not in ("silu", None):
+        raise ValueError(f"activation={activation!r}: allowed values are 'silu', None")
     B, T, D = x.shape
     w = weight.reshape(D, -1)
     W = w.shape[1]
     if window is None:
         window = short_conv_window(B, D, W, x.dtype, x.device)
+    if _kernel_fits(x, W) and use_kernels(x, "causal_conv1d", required=False):
+        return _short_conv_kernel(x, w, bias, window, activation)
     xt = torch.cat([window.to(x.dtype), x.transpose(1, 2)], dim=-1)  # [B, D, W - 1 + T]
     y = F.conv1d(xt, w.unsqueeze(1).to(x.dtype), None if bias is None else bias.to(x.dtype), groups=D)
     if activation == "silu":
         y = F.silu(y)
-    elif activation is not None:
-        raise ValueError(f"activation={activation!r}: allowed values are 'silu', None")
     return y.transpose(1, 2), xt[..., xt.shape[-1] - (W - 1):].clone()
+
+
+def _kernel_fits(x: torch.Tensor, W: int) -> bool:
+    """causal-conv1d's own checks: width 2..4, float/half/bf16, and for the channel-last
+    prefill kernel a channel count divisible by 8. Chunks of 2..W-1 tokens (rare: the
+    prefill kernel's final window would need the initial one too) stay on the torch path."""
+    T, D = x.shape[1], x.shape[2]
+    if not 2 <= W <= 4 or x.dtype not in KERNEL_DTYPES:
+        return False
+    return T == 1 or (T >= W and D % 8 == 0)
+
+
+def _short_conv_kernel(x, w, bias, window, activation):
+    """The same contract as the torch path, on causal-conv1d's kernels."""
+    from causal_conv1d import causal_conv1d_fn, causal_conv1d_update
+
+    w = w.to(x.dtype).contiguous()
+    bias = None if bias is None else bias.to(x.dtype).contiguous()
+    if x.shape[1] == 1:
+        # causal_conv1d_update writes the window in place; the caller's stays untouched.
+        new_window = window.to(x.dtype).contiguous().clone()
+        y = causal_conv1d_update(x[:, 0].contiguous(), new_window, w, bias, activation=activation)
+        return y.unsqueeze(1), new_window
+    # [B, T, D] contiguous viewed as [B, D, T] is the channel-last layout (stride(1) == 1).
+    xc = x.contiguous().transpose(1, 2)
+    initial = window.to(x.dtype).transpose(1, 2).contiguous().transpose(1, 2)
+    y, final = causal_conv1d_fn(xc, w, bias, initial_states=initial, return_final_states=True,
+                                activation=activation)
+    return y.transpose(1, 2), final.contiguous()
