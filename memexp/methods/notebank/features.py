@@ -51,12 +51,14 @@ class ChunkFeatures:
 
 
 class QuestionQueries:
-    """Observer for the question probe: the compacted native queries [Tq, J, d_rho]."""
+    """Observer for the question probe: the compacted native queries [Tq, J, d_rho] in fp32.
+    Only the stored addresses are bf16 (storage); the question side is transient and keeps
+    full precision for the fp32 cosine scores."""
 
     def __init__(self, layout: ChannelLayout, compactor: AddressCompactor, length: int, device: torch.device) -> None:
         self.layout, self.compactor = layout, compactor
-        self.queries = torch.zeros(length, layout.size, compactor.dim, dtype=torch.bfloat16, device=device)
+        self.queries = torch.zeros(length, layout.size, compactor.dim, dtype=torch.float32, device=device)
 
     def __call__(self, layer: int, start: int, keys: torch.Tensor, queries: torch.Tensor) -> None:
         t = queries.shape[0]
-        self.queries[start : start + t, self.layout.slots[layer]] = self.compactor(layer, queries).to(torch.bfloat16)
+        self.queries[start : start + t, self.layout.slots[layer]] = self.compactor(layer, queries).float()
