@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from memexp.backbones.base import chat_split
 from memexp.benchmarks import build_benchmark
-from memexp.benchmarks.base import Benchmark, Example
+from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.config import RunConfig
 from memexp.records import RunFolder, format_table, record_key, run_folder, summarize
 from memexp.tracking import make_sink
@@ -92,6 +92,16 @@ def _chat_applies(ex: Example, chat: bool) -> bool:
     return chat and bool(ex.questions) and ex.questions[0].meta.get("chat_template", True)
 
 
+def answer_stop_ids(tok, q: Question) -> list[int] | None:
+    """The ids that end `q`'s answer: the tokenizer's stop ids plus the last token of each of
+    `q.stop`'s strings (LongBench's pred.py: `tokenizer.encode("\\n")[-1]`); None when the
+    question adds none, which leaves the tokenizer's own."""
+    if not q.stop:
+        return None
+    extra = [tok.encode(s)[-1] for s in q.stop if tok.encode(s)]
+    return list(dict.fromkeys([*tok.stop_ids, *extra]))
+
+
 def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: frozenset | set = frozenset(),
                 costs=None, chat: bool = False):
     """Read the example's context once, answer each question not in `done_keys` from the
@@ -111,8 +121,10 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
             continue
         prompt = chat_split(backbone, ex.context, q.prompt, system)[1] if use_chat else q.prompt
         q_ids = tok.encode(prompt)
-        ans = method.answer(backbone, memory, q_ids, q)
-        gen = [i for i in ans.ids if i not in stop_ids]
+        stop = answer_stop_ids(tok, q)
+        ans = method.answer(backbone, memory, q_ids, q, stop)
+        ended = stop_ids if stop is None else set(stop)
+        gen = ans.ids[:-1] if ans.ids and ans.ids[-1] in ended else ans.ids  # the id that ended it
         prediction = bench.postprocess(tok.decode(gen), q)
         score = float(bench.score(prediction, q))
         tokens = {"context": len(context_ids), **ans.tokens}

@@ -102,15 +102,21 @@ class Backbone(ABC):
         ids,
         max_new_tokens: int,
         stop: Sequence[int] | None = None,
+        min_new_tokens: int = 0,
     ) -> list[int]:
         """Greedy decoding from `state` after feeding `ids`; returns the generated ids
         (including a stop id if one was produced). `stop=None` means the tokenizer's stop
-        ids; `stop=[]` disables stopping. The state is advanced over `ids` and every
-        generated token but the last."""
+        ids; `stop=[]` disables stopping. For the first `min_new_tokens` steps the stop ids
+        cannot be chosen (the best other token is, as transformers' min-length rule does).
+        The state is advanced over `ids` and every generated token but the last."""
         stop_set = set(self.tokenizer.stop_ids if stop is None else stop)
+        barred = torch.tensor(sorted(stop_set), dtype=torch.long)
         logits = self.forward(state, ids)
         out: list[int] = []
         for i in range(max_new_tokens):
+            if i < min_new_tokens and barred.numel():
+                logits = logits.clone()
+                logits[barred.to(logits.device)] = float("-inf")
             nxt = int(torch.argmax(logits))
             out.append(nxt)
             if nxt in stop_set or i == max_new_tokens - 1:

@@ -19,6 +19,9 @@ class Question:
 
     `prompt` is the text the model reads after the context (question and answer prefix);
     `prediction = postprocess(generated text)` is scored against `references` with `metric`.
+    Decoding is greedy, up to `max_new_tokens`; it ends at the tokenizer's stop ids and at the
+    last token of each string in `stop` (LongBench's pred.py adds "\n" that way), neither of
+    which may end it before `min_new_tokens` tokens.
     """
 
     id: str
@@ -27,6 +30,8 @@ class Question:
     metric: str
     max_new_tokens: int
     meta: dict[str, Any] = field(default_factory=dict)
+    stop: list[str] = field(default_factory=list)
+    min_new_tokens: int = 0
 
 
 @dataclass

@@ -50,10 +50,10 @@ class LongBench(Benchmark):
             context = middle_truncate(tokenizer, context, len(tokenizer.encode(prompt)), self.cfg.max_length,
                                       longbench_ends(self.cfg.max_length))
         meta = {"task": task.name, "chat_template": task.chat_template, "all_classes": record.get("all_classes")}
-        if task.stop_at_newline:
-            meta.update(stop=["\n"], min_new_tokens=1)
         question = Question(id="0", prompt=prompt, references=list(record["answers"]), metric=task.metric,
-                            max_new_tokens=self.cfg.max_new_tokens or task.max_new_tokens, meta=meta)
+                            max_new_tokens=self.cfg.max_new_tokens or task.max_new_tokens, meta=meta,
+                            stop=["\n"] if task.stop_at_newline else [],
+                            min_new_tokens=1 if task.stop_at_newline else 0)
         return Example(id=f"{task.name}/{record['_id']}", task=task.name, length=length_bucket(record["length"]),
                        context=context, questions=[question], meta={"words": record["length"]})
 

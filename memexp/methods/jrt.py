@@ -44,6 +44,6 @@ class JRT(Plain):
             if first_pass:
                 backbone.forward(state, first_pass)
         with watch.stage("generate"):
-            ids = backbone.generate(state, question_ids, question.max_new_tokens, stop)
+            ids = backbone.generate(state, question_ids, question.max_new_tokens, stop, question.min_new_tokens)
         tokens = {"question": 2 * len(question_ids), "reread": len(separator) + len(context), "generated": len(ids)}
         return Answer(ids=ids, seconds=watch.seconds, tokens=tokens)

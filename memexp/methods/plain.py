@@ -27,5 +27,5 @@ class Plain(Method):
         watch = Stopwatch()
         state = memory.state.clone()
         with watch.stage("generate"):
-            ids = backbone.generate(state, question_ids, question.max_new_tokens, stop)
+            ids = backbone.generate(state, question_ids, question.max_new_tokens, stop, question.min_new_tokens)
         return Answer(ids=ids, seconds=watch.seconds, tokens={"question": len(question_ids), "generated": len(ids)})

@@ -127,6 +127,20 @@ def test_generate_equals_argmax_over_full_forwards():
     assert s.position == 30 + 4 + 7
 
 
+def test_min_new_tokens_bars_stop_ids_then_lets_them_end_the_answer():
+    """A stop id that greedy decoding would pick first is passed over for the next best
+    token while fewer than min_new_tokens tokens exist (transformers' min-length rule),
+    and ends the answer once allowed."""
+    bb = tiny()
+    s = bb.init_state()
+    bb.forward(s, ids(30))
+    prompt = ids(4, seed=5)
+    first, second = torch.topk(bb.forward(s.clone(), prompt), 2).indices.tolist()
+    assert bb.generate(s.clone(), prompt, max_new_tokens=5, stop=[first]) == [first]
+    barred = bb.generate(s.clone(), prompt, max_new_tokens=5, stop=[first], min_new_tokens=1)
+    assert barred[0] == second and len(barred) >= 2
+
+
 def _layer_features(bb, x):
     """Keys/queries of every layer from the weights: full-sequence padded conv, explicit
     normalisation, FLA's naive recurrence and FLA's block structure."""

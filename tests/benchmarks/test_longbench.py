@@ -109,7 +109,8 @@ def test_loader_reads_the_official_schema(tmp_path):
     trec = next(e for e in examples if e.task == "trec").questions[0]
     assert trec.metric == "classification" and trec.meta["all_classes"] == ["Location", "Number", "Human being"]
     samsum = next(e for e in examples if e.task == "samsum").questions[0]
-    assert samsum.meta["stop"] == ["\n"] and samsum.meta["chat_template"] is False
+    assert (samsum.stop, samsum.min_new_tokens, samsum.meta["chat_template"]) == (["\n"], 1, False)
+    assert (q.stop, q.min_new_tokens) == ([], 0)
 
 
 def test_default_takes_the_first_30_rows(tmp_path):

@@ -76,7 +76,7 @@ class NoteBank(Method):
         with watch.stage("replay"):
             replay = replay_sequence(archive, selection.notes, *self.replay_format(backbone.tokenizer))
         state = memory.state.clone()
-        ids = read_out(backbone, state, replay, question_ids, question.max_new_tokens, stop, self.cfg.rescale, watch)
+        ids = read_out(backbone, state, replay, question_ids, question, stop, self.cfg.rescale, watch)
         selected = []
         for k, i in enumerate(selection.notes):
             chunk, start, end = archive.spans[i].tolist()

@@ -10,6 +10,7 @@ and to the question is part of the config, because small models are sensitive to
 from __future__ import annotations
 
 from memexp.backbones.base import Backbone, State, Stopwatch
+from memexp.benchmarks.base import Question
 from memexp.methods.notebank.archive import Archive
 
 
@@ -25,7 +26,7 @@ def replay_sequence(archive: Archive, notes: list[int], separator: list[int], su
     return out + suffix
 
 
-def read_out(backbone: Backbone, state: State, replay: list[int], question_ids: list[int], max_new_tokens: int,
+def read_out(backbone: Backbone, state: State, replay: list[int], question_ids: list[int], question: Question,
              stop: list[int] | None, rescale: float | None, watch: Stopwatch) -> list[int]:
     """Advance `state` (a copy) over the replay and the question; return the greedy answer."""
     with watch.stage("replay"):
@@ -34,4 +35,4 @@ def read_out(backbone: Backbone, state: State, replay: list[int], question_ids: 
         if replay:
             backbone.forward(state, replay)
     with watch.stage("generate"):
-        return backbone.generate(state, question_ids, max_new_tokens, stop)
+        return backbone.generate(state, question_ids, question.max_new_tokens, stop, question.min_new_tokens)
