@@ -45,7 +45,7 @@ def attention(
         )
     tq, tk = q.shape[1], k.shape[1]
     # With nothing cached before the chunk and no window that bites, the mask is torch's own
-    # top-left causal one, which lets SDPA pick its fused kernels (2.4x on CPU at 2K tokens).
+    # top-left causal one, which lets SDPA pick its fused kernels instead of its math path.
     plain_causal = tq == tk and (window is None or window >= tk)
     o = F.scaled_dot_product_attention(
         q.transpose(1, 2),
