@@ -5,8 +5,11 @@ checkpoint directory that `backbone=mamba2_8b` loads:
     config.json          mamba_ssm MambaConfig (d_model, n_layer, ssm_cfg with ngroups, ...)
     model.safetensors    tensors under mamba_ssm's names (backbone.layers.<i>.mixer.*, ...)
     tokenizer files      tokenizer.model + tokenizer_config.json, and tokenizer.json when
-                         transformers can convert the SentencePiece model here (it needs the
-                         `sentencepiece` package); or the files of a --tokenizer directory
+                         transformers can convert the SentencePiece model here (it needs
+                         `pip install -e ".[sentencepiece]"`); or the files of a --tokenizer
+                         directory. The tokenizer.json encodes as SentencePiece does except
+                         that a text starting with a space loses one dummy-prefix piece, as
+                         transformers' own Llama tokenizer does.
 
 Names: decoder.layers.<i>.* -> backbone.layers.<i>.* (mixer / norm already match; a norm fused
 into in_proj as `mixer.in_proj.layer_norm_weight` becomes `norm.weight`),

@@ -270,3 +270,38 @@ def test_ssd_kernel_call_follows_mamba_ssm_signature(monkeypatch):
     y_t, s_t = ssd(x, dt, A, B, C, D, bias, dt_limit=(0.0, 0.5), initial_state=h0)
     torch.testing.assert_close(y_k, y_t, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(s_k, s_t, atol=1e-5, rtol=1e-5)
+
+
+def test_megatron_sentencepiece_tokenizer_converts(tmp_path):
+    """mamba2-8b ships a bare SentencePiece .model; the conversion script installs it with a
+    Llama-style config and a tokenizer.json that memexp loads without sentencepiece, encoding
+    as SentencePiece itself does (byte fallback, digits split, no BOS added). Strings that
+    start with a space differ by one dummy-prefix piece, as transformers' own tokenizer does."""
+    import importlib.util
+    from pathlib import Path
+
+    spm = pytest.importorskip("sentencepiece")
+    from memexp.backbones.loading import load_tokenizer
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"Line {i}: the quick brown fox jumps over the lazy dog, item {7 * i + 3}. Ünïcödé"
+                                for i in range(200)))
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "sp"), vocab_size=400,
+                                   model_type="bpe", byte_fallback=True, split_digits=True,
+                                   normalization_rule_name="identity", remove_extra_whitespaces=False,
+                                   unk_id=0, bos_id=1, eos_id=2, minloglevel=2)
+    script = Path(__file__).resolve().parents[2] / "scripts" / "convert_mamba2_megatron.py"
+    spec = importlib.util.spec_from_file_location("convert_mamba2_megatron", script)
+    convert = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(convert)
+    out = tmp_path / "converted"
+    out.mkdir()
+    assert convert.write_tokenizer(tmp_path / "sp.model", out) == ["tokenizer.json", "tokenizer.model",
+                                                                    "tokenizer_config.json"]
+    tok = load_tokenizer(None, out)
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model"))
+    assert (tok.vocab_size, tok.bos_id, tok.stop_ids) == (400, 1, [2])
+    for text in ["Hello world", "Line 12: the fox.\nNext  line", "日本語 ok", "tab\tand\n\nnewlines 2026"]:
+        assert tok.encode(text) == sp.encode(text), text
+        assert tok.decode(tok.encode(text)) == text
+    assert tok.encode(" x") == sp.encode(" x")[1:]
