@@ -4,6 +4,7 @@ loading, exact continuation, independent clones, rescale, observer features, met
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -230,11 +231,11 @@ def test_backbone_options():
     assert backbone.config.n_groups == 2 and len(backbone.channels) == 4
 
 
-def test_ssd_kernel_call_follows_mamba_ssm_signature(monkeypatch):
-    """The CUDA branch of `ssd`, run on CPU against a stand-in `mamba_chunk_scan_combined`
-    with upstream's exact signature (no **kwargs, so a misnamed argument fails) that applies
-    dt_bias, softplus, dt_limit and D itself: the glue passes raw dt once and carries the
-    initial state, giving the reference's output and final state."""
+@pytest.fixture
+def mamba_ssm_stand_in(monkeypatch):
+    """`ssd`'s CUDA branch routed, on CPU, to stand-ins with mamba_ssm's exact signatures (no
+    **kwargs, so a misnamed argument fails) and its documented shapes and in-place state
+    update; they apply dt_bias, softplus, dt_limit and D themselves. Yields the calls made."""
     import importlib
     import sys
     import types
@@ -248,26 +249,62 @@ def test_ssd_kernel_call_follows_mamba_ssm_signature(monkeypatch):
                                   return_final_states=False, return_varlen_states=False):
         assert z is None and seq_idx is None and A.dtype == torch.float32
         assert initial_states is None or (initial_states.dtype == torch.float32 and initial_states.is_contiguous())
-        calls.append(x.shape[1])
+        calls.append(f"chunk:{x.shape[1]}")
         y, final = recurrent_ssd_ref(x, step_sizes(dt, dt_bias, dt_softplus, dt_limit), A, B, C, D, initial_states)
         return (y, final) if return_final_states else y
 
+    def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False):
+        batch, H, P, N = state.shape
+        G = B.shape[1]
+        assert x.shape == dt.shape == (batch, H, P) and A.shape == (H, P, N)
+        assert B.shape == C.shape == (batch, G, N) and H % G == 0 and z is None
+        assert D is None or D.shape == (H, P)
+        assert dt_bias is None or dt_bias.shape == (H, P)
+        calls.append("step")
+        step = dt.float() + (0 if dt_bias is None else dt_bias.float())
+        step = torch.nn.functional.softplus(step) if dt_softplus else step
+        Bh, Ch = (t.float().repeat_interleave(H // G, dim=1) for t in (B, C))
+        new = state.float() * torch.exp(A.float() * step[..., None]) + (step * x.float())[..., None] * Bh[:, :, None]
+        state.copy_(new)
+        out = (new * Ch[:, :, None]).sum(-1) + (0 if D is None else x.float() * D.float())
+        return out.to(x.dtype)
+
     for name in ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton"):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    combined = types.ModuleType("mamba_ssm.ops.triton.ssd_combined")
-    combined.mamba_chunk_scan_combined = mamba_chunk_scan_combined
-    monkeypatch.setitem(sys.modules, "mamba_ssm.ops.triton.ssd_combined", combined)
-    ssd_module = importlib.import_module("memexp.backbones.ops.ssd")
-    monkeypatch.setattr(ssd_module, "use_kernels", lambda x, library="triton", required=True: library == "mamba_ssm")
+    for name, fn in (("ssd_combined", mamba_chunk_scan_combined), ("selective_state_update", selective_state_update)):
+        module = types.ModuleType(f"mamba_ssm.ops.triton.{name}")
+        setattr(module, fn.__name__, fn)
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    from memexp import dispatch
+
+    monkeypatch.setattr(importlib.import_module("memexp.backbones.ops.ssd"), "use_kernels",
+                        lambda x, library="triton", required=True: (
+                            library == "mamba_ssm" and dispatch.kernels_mode() != "torch"))
+    return calls
+
+
+@pytest.mark.parametrize("T, limit, kernel", [(21, (0.0, math.inf), "chunk:21"), (1, (0.0, math.inf), "step"),
+                                              (1, (0.0, 0.5), "chunk:1")])
+def test_ssd_kernel_calls_follow_mamba_ssm(mamba_ssm_stand_in, T, limit, kernel):
+    """Chunks go to mamba_chunk_scan_combined, decode tokens to selective_state_update
+    (which has no dt_limit: a limited model stays on the chunk kernel); both pass raw dt once,
+    carry the initial state without writing it, and give the reference's output and state."""
+    from memexp import dispatch
 
     torch.manual_seed(2)
-    x, dt = torch.randn(1, 21, 4, 8), torch.randn(1, 21, 4)
-    B, C = torch.randn(1, 21, 2, 16), torch.randn(1, 21, 2, 16)
+    x, dt = torch.randn(1, T, 4, 8), torch.randn(1, T, 4)
+    B, C = torch.randn(1, T, 2, 16), torch.randn(1, T, 2, 16)
     A, D, bias, h0 = -torch.rand(4) * 4, torch.randn(4), torch.randn(4), torch.randn(1, 4, 8, 16)
-    y_k, s_k = ssd(x, dt, A, B, C, D, bias, dt_limit=(0.0, 0.5), initial_state=h0)
-    assert calls == [21]
-    monkeypatch.setattr(ssd_module, "use_kernels", lambda *a, **k: False)
-    y_t, s_t = ssd(x, dt, A, B, C, D, bias, dt_limit=(0.0, 0.5), initial_state=h0)
+    before = h0.clone()
+    y_k, s_k = ssd(x, dt, A, B, C, D, bias, dt_limit=limit, initial_state=h0)
+    assert mamba_ssm_stand_in == [kernel] and torch.equal(h0, before)
+    previous = dispatch.kernels_mode()
+    dispatch.set_kernels("torch")
+    try:
+        y_t, s_t = ssd(x, dt, A, B, C, D, bias, dt_limit=limit, initial_state=h0)
+    finally:
+        dispatch.set_kernels(previous)
+    assert mamba_ssm_stand_in == [kernel]
     torch.testing.assert_close(y_k, y_t, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(s_k, s_t, atol=1e-5, rtol=1e-5)
 
@@ -305,3 +342,29 @@ def test_megatron_sentencepiece_tokenizer_converts(tmp_path):
         assert tok.encode(text) == sp.encode(text), text
         assert tok.decode(tok.encode(text)) == text
     assert tok.encode(" x") == sp.encode(" x")[1:]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("T", [1, 300])
+def test_mamba_ssm_kernels_match_reference(T):
+    """On CUDA with mamba_ssm: the chunk scan and the decode step against the reference."""
+    pytest.importorskip("mamba_ssm")
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    from memexp import dispatch
+
+    torch.manual_seed(0)
+    dev = "cuda"
+    x, dt = torch.randn(1, T, 8, 64, device=dev), torch.randn(1, T, 8, device=dev)
+    B, C = torch.randn(1, T, 2, 128, device=dev), torch.randn(1, T, 2, 128, device=dev)
+    A, D, bias = -torch.rand(8, device=dev) * 4, torch.randn(8, device=dev), torch.randn(8, device=dev)
+    h0 = torch.randn(1, 8, 64, 128, device=dev)
+    y_k, s_k = ssd(x, dt, A, B, C, D, bias, initial_state=h0)
+    previous = dispatch.kernels_mode()
+    dispatch.set_kernels("torch")
+    try:
+        y_t, s_t = ssd(x, dt, A, B, C, D, bias, initial_state=h0)
+    finally:
+        dispatch.set_kernels(previous)
+    torch.testing.assert_close(y_k, y_t, atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(s_k, s_t, atol=1e-3, rtol=1e-3)

@@ -6,8 +6,9 @@ Per head h (of H, each reading B/C group h // (H / G)) with state S [P, N], per 
     S   <- exp(dt_t * A_h) * S + dt_t * x_t B_t^T             decay, then write
     y_t  = S C_t + D_h * x_t                                   readout plus skip
 
-`ssd` is the entry point: mamba_ssm's `mamba_chunk_scan_combined` for CUDA tensors when
-memexp.dispatch allows it, the reference forms below everywhere else. The state layout
+`ssd` is the entry point: on CUDA tensors, when memexp.dispatch allows it, mamba_ssm's
+`mamba_chunk_scan_combined` for chunks and its `selective_state_update` for single decode
+tokens; the reference forms below everywhere else. The state layout
 [B, H, P, N] (value-first) and fp32 precision match mamba_ssm's inference cache.
 """
 
@@ -54,6 +55,8 @@ def ssd(
         y: [B, T, H, P] in x's dtype; final state [B, H, P, N] in fp32.
     """
     if use_kernels(x, "mamba_ssm"):
+        if x.shape[1] == 1 and tuple(dt_limit) == (0.0, math.inf):
+            return _ssd_step_kernel(x, dt, A, B, C, D, dt_bias, dt_softplus, initial_state)
         from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
 
         h0 = None if initial_state is None else initial_state.float().contiguous()
@@ -76,6 +79,33 @@ def ssd(
     if reference_form(form, x.shape[1], RECURRENT_MAX_T) == "recurrent":
         return recurrent_ssd_ref(x, dt, A, B, C, D, initial_state)
     return chunk_ssd_ref(x, dt, A, B, C, D, initial_state, chunk_size)
+
+
+def _ssd_step_kernel(x, dt, A, B, C, D, dt_bias, dt_softplus, initial_state):
+    """One decode token on mamba_ssm's `selective_state_update`, the kernel its Mamba2.step
+    uses: per-head scalars (A, dt, dt_bias, D) expanded over the head dimension as step()
+    does (stride 0, the kernel's tied-dimension case). The kernel writes the state in place,
+    so it gets a copy: the caller's state is never written."""
+    from mamba_ssm.ops.triton.selective_state_update import selective_state_update
+
+    batch, _, H, P = x.shape
+    N = B.shape[-1]
+    if initial_state is None:
+        state = torch.zeros(batch, H, P, N, dtype=torch.float32, device=x.device)
+    else:
+        state = initial_state.float().clone().contiguous()
+    y = selective_state_update(
+        state,
+        x[:, 0],
+        dt[:, 0, :, None].expand(batch, H, P),
+        A.float()[:, None, None].expand(H, P, N),
+        B[:, 0],
+        C[:, 0],
+        D=None if D is None else D[:, None].expand(H, P),
+        dt_bias=None if dt_bias is None else dt_bias[:, None].expand(H, P),
+        dt_softplus=dt_softplus,
+    )
+    return y.unsqueeze(1), state
 
 
 def step_sizes(
