@@ -3,7 +3,7 @@ PYTHON ?= python
 # A machine without a GPU gets the CPU build of torch first; a GPU machine keeps (or gets) its CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: help install run test test-fast bench lint
+.PHONY: help install run test test-fast test-gpu bench lint
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-10s %s\n", $$1, $$2}'
@@ -21,6 +21,9 @@ test: ## the whole CPU test suite, offline (what CI runs)
 
 test-fast: ## the test suite without tests marked slow
 	$(PYTHON) -m pytest -q -m "not gpu and not slow"
+
+test-gpu: ## the CUDA tests: kernels against their references (a GPU and `pip install --no-build-isolation -e ".[cuda]"`)
+	$(PYTHON) -m pytest -q -m gpu -rs
 
 bench: ## measured figures: prefill, NoteBank vs Plain, routing, read-once (see docs/benchmarks.md)
 	$(PYTHON) scripts/bench_all.py
