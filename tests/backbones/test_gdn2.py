@@ -74,6 +74,32 @@ def test_rule_survives_strong_decay():
     torch.testing.assert_close(o, ref, atol=1e-5, rtol=1e-5)
 
 
+FLA_GLUE = """
+import importlib, torch, torch.nn.functional as F
+mod = importlib.import_module("memexp.backbones.ops.gdn2_rule")
+torch.manual_seed(0)
+B, T, H, K, V = 1, 20, 2, 16, 8
+q, k = (F.normalize(torch.randn(B, T, H, K), dim=-1) for _ in range(2))
+v, g = torch.randn(B, T, H, V), F.logsigmoid(torch.randn(B, T, H, K))
+b, w, h0 = torch.rand(B, T, H, K), torch.rand(B, T, H, V), torch.randn(B, H, K, V)
+ref = mod.gdn2_rule(q, k, v, g, b, w, initial_state=h0)
+mod.use_kernels = lambda *a, **kw: True
+out = mod.gdn2_rule(q, k, v, g, b, w, initial_state=h0)
+print(max((out[0] - ref[0]).abs().max().item(), (out[1] - ref[1]).abs().max().item()))
+"""
+
+
+def test_fla_kernel_call_matches_reference_under_triton_interpreter():
+    """gdn2_rule's CUDA branch (FLA's fused_recurrent_gdn2, the decode/short-chunk kernel) run
+    by Triton's CPU interpreter: argument names, gate dtypes and the [B, H, K, V] state layout
+    give the reference's output and final state. (FLA's chunk kernel does not run there.)"""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-c", FLA_GLUE], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert float(run.stdout.split()[-1]) < 1e-5
+
+
 @pytest.mark.parametrize("gate", ["swish", "sigmoid"])
 @pytest.mark.parametrize("v_heads", [None, 4])
 def test_layer_matches_nvlabs_transcription(gate, v_heads):
