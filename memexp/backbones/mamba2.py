@@ -22,7 +22,8 @@ NoteBank paper's rescale before readout; lam = 0 is the clean start), leaving th
 windows and the position counter as they are.
 
 On CUDA the conv runs on causal-conv1d's kernels and the scan on mamba_ssm's
-`mamba_chunk_scan_combined`, both from the carried state (ops/short_conv.py, ops/ssd.py).
+(`mamba_chunk_scan_combined` for chunks, `selective_state_update` for decode tokens), all
+from the carried state (ops/short_conv.py, ops/ssd.py).
 """
 
 from __future__ import annotations

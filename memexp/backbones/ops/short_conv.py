@@ -5,9 +5,10 @@ Used before the recurrence in Gated DeltaNet (q, k, v), GDN-2, Mamba-2 (xBC) and
 so feeding a sequence in pieces gives exactly the output of feeding it whole.
 
 `short_conv` dispatches CUDA tensors to Dao-AILab's causal-conv1d kernels (optional: the
-`cuda` extra) when `memexp.dispatch` allows it and the shapes fit them: `causal_conv1d_fn` for prefill chunks
-(channel-last, the only layout in which it takes an initial window and returns the final
-one), `causal_conv1d_update` for single decode tokens. Everything else takes the torch path.
+`cuda` extra) when `memexp.dispatch` allows it and the shapes fit them: `causal_conv1d_fn`
+for prefill chunks (channel-last, the only layout in which it takes an initial window and
+returns the final one), `causal_conv1d_update` for single decode tokens. Everything else
+takes the torch path.
 """
 
 from __future__ import annotations
