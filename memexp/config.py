@@ -450,6 +450,9 @@ def validate(cfg: DictConfig) -> RunConfig:
     method = _build(_pick(METHODS, cfg.method, "method"), cfg.method, "method")
     bench = _build(_pick(BENCHES, cfg.bench, "bench"), cfg.bench, "bench")
     logger = _build(LoggerConfig, cfg.logger, "logger")
+    if isinstance(method, NoteBankConfig) and backbone.arch == "llama":
+        raise ConfigError(f"method=notebank: backbone={backbone.name} is an attention backbone (arch llama) with no "
+                          f"recurrent channels to write or address notes; allowed methods here are plain, jrt")
     try:
         rest = OmegaConf.to_object(OmegaConf.merge(OmegaConf.create({k: v for k, v in top.items()})))
     except OmegaConfBaseException as e:

@@ -132,7 +132,7 @@ def gdn_state_bytes(config: dict, dtype_bytes: int | torch.dtype | str = 2, conv
     return {"recurrent": recurrent, "conv": conv, "kv": 0}
 
 
-# Mamba-2 (mamba_ssm field names and defaults; `ssm_cfg` is merged in)
+# Mamba-2 (mamba_ssm's or transformers' config.json, parsed by the backbone's config)
 
 
 @dataclass(frozen=True)
@@ -144,35 +144,18 @@ class _Mamba2:
     d_inner: int
     groups: int
     d_conv: int
-    mlp: int
     vocab: int  # padded to pad_vocab_size_multiple, the LM head's real width
 
     @classmethod
     def of(cls, config: dict) -> "_Mamba2":
-        if "d_model" not in config:
-            return cls._of_transformers(config)
-        c = {"d_model": 2560, "n_layer": 64, "d_intermediate": 0, "vocab_size": 50277, "pad_vocab_size_multiple": 8,
-             "d_state": 128, "d_conv": 4, "expand": 2, "headdim": 64, "ngroups": 1, "d_ssm": None,
-             **config, **(config.get("ssm_cfg") or {})}
-        if c.get("attn_layer_idx"):
-            raise ValueError(f"Mamba-2 config with attention layers (attn_layer_idx={c['attn_layer_idx']}) "
-                             f"has no cost model")
-        d_inner = c["expand"] * c["d_model"]
-        pad = c["pad_vocab_size_multiple"] or 1
-        vocab = c["vocab_size"] + (-c["vocab_size"]) % pad
-        return cls(hidden=c["d_model"], layers=c["n_layer"], d_state=c["d_state"], headdim=c["headdim"],
-                   d_inner=c["d_ssm"] or d_inner, groups=c["ngroups"], d_conv=c["d_conv"],
-                   mlp=c["d_intermediate"], vocab=vocab)
+        """Shapes parsed by the Mamba-2 backbone's own config (both checkpoint formats, the
+        vocabulary padding, the 1.3B model's defaults); configs it cannot run (MLP or
+        attention layers) are refused there."""
+        from memexp.backbones.mamba2 import Mamba2Config
 
-    @classmethod
-    def _of_transformers(cls, config: dict) -> "_Mamba2":
-        """transformers' Mamba2Config names (memexp's `backbone.model` for Mamba-2), with the
-        defaults of memexp's Mamba-2 backbone (the 1.3B model's)."""
-        c = {"hidden_size": 2048, "num_hidden_layers": 48, "num_heads": 64, "head_dim": 64, "state_size": 128,
-             "n_groups": 1, "conv_kernel": 4, "vocab_size": 50288, **config}
-        return cls(hidden=c["hidden_size"], layers=c["num_hidden_layers"], d_state=c["state_size"],
-                   headdim=c["head_dim"], d_inner=c["num_heads"] * c["head_dim"], groups=c["n_groups"],
-                   d_conv=c["conv_kernel"], mlp=0, vocab=c["vocab_size"])
+        c = Mamba2Config.from_dict(config)
+        return cls(hidden=c.hidden_size, layers=c.num_hidden_layers, d_state=c.state_size, headdim=c.head_dim,
+                   d_inner=c.d_inner, groups=c.n_groups, d_conv=c.conv_kernel, vocab=c.vocab_size)
 
     @property
     def heads(self) -> int:
@@ -188,15 +171,14 @@ def mamba2_flops_per_token(config: dict) -> dict[str, float]:
 
     Per layer: in_proj D -> 2 d_inner + 2 G N + heads and out_proj d_inner -> D; depthwise conv
     2 d_conv (d_inner + 2 G N); per head and token the SSD recurrence on a [P, N] state: decay
-    P N, update dt x B^T 2 P N, readout C 2 P N, plus dt x and the D skip 3 P; a gated MLP
-    6 D d_intermediate when d_intermediate > 0.
+    P N, update dt x B^T 2 P N, readout C 2 P N, plus dt x and the D skip 3 P.
     """
     m = _Mamba2.of(config)
     in_proj = 2 * m.hidden * (2 * m.d_inner + 2 * m.groups * m.d_state + m.heads)
     out_proj = 2 * m.d_inner * m.hidden
     conv = 2 * m.d_conv * m.conv_dim
     recurrence = m.heads * (5 * m.headdim * m.d_state + 3 * m.headdim)
-    per_layer = in_proj + out_proj + conv + recurrence + 6 * m.hidden * m.mlp
+    per_layer = in_proj + out_proj + conv + recurrence
     return {"backbone": float(m.layers * per_layer), "lm_head": float(2 * m.hidden * m.vocab)}
 
 
@@ -212,7 +194,7 @@ def mamba2_state_bytes(config: dict, dtype_bytes: int | torch.dtype | str = 2, c
             "conv": m.layers * m.conv_dim * columns * _element_bytes(dtype_bytes), "kv": 0}
 
 
-# Attention (HF Llama field names; FLA Transformer's num_heads / num_kv_heads accepted)
+# Attention (Llama's or FLA Transformer's config.json, parsed by the backbone's config)
 
 
 @dataclass(frozen=True)
@@ -227,13 +209,11 @@ class _Attention:
 
     @classmethod
     def of(cls, config: dict) -> "_Attention":
-        c = dict(config)
-        hidden = c["hidden_size"]
-        heads = c.get("num_attention_heads", c.get("num_heads"))
-        kv = c.get("num_key_value_heads", c.get("num_kv_heads")) or heads
-        mlp = c.get("intermediate_size") or fla_mlp_width(hidden, c.get("hidden_ratio"))
-        return cls(hidden=hidden, layers=c["num_hidden_layers"], heads=heads, kv_heads=kv,
-                   head_dim=c.get("head_dim") or hidden // heads, mlp=mlp, vocab=c["vocab_size"])
+        from memexp.backbones.attention import AttentionConfig
+
+        c = AttentionConfig.from_dict(config)
+        return cls(hidden=c.hidden_size, layers=c.num_hidden_layers, heads=c.num_attention_heads,
+                   kv_heads=c.kv_heads, head_dim=c.dim_per_head, mlp=c.intermediate_size, vocab=c.vocab_size)
 
 
 def attention_flops_per_token(config: dict) -> dict[str, float]:
@@ -258,7 +238,7 @@ def attention_state_bytes(config: dict, length: int, dtype_bytes: int | torch.dt
     return {"recurrent": 0, "conv": 0, "kv": 2 * a.layers * a.kv_heads * a.head_dim * kept * _element_bytes(dtype_bytes)}
 
 
-# Qwen3.5 hybrid (HF field names; `text_config` of the multimodal config is used)
+# Qwen3.5 hybrid (its config.json, `text_config` when nested, parsed by the backbone's config)
 
 
 @dataclass(frozen=True)
@@ -279,21 +259,15 @@ class _Qwen35:
 
     @classmethod
     def of(cls, config: dict) -> "_Qwen35":
-        c = {"vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 32,
-             "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256, "linear_conv_kernel_dim": 4,
-             "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
-             "linear_num_value_heads": 32, "layer_types": None, "full_attention_interval": 4,
-             **config.get("text_config", config)}
-        if c.get("num_experts"):
-            raise ValueError("Qwen3.5 mixture-of-experts configs have no cost model")
-        types = c["layer_types"] or ["full_attention" if (i + 1) % c["full_attention_interval"] == 0
-                                     else "linear_attention" for i in range(c["num_hidden_layers"])]
-        attn = sum(t == "full_attention" for t in types)
-        return cls(hidden=c["hidden_size"], gdn_layers=len(types) - attn, attn_layers=attn,
-                   k_heads=c["linear_num_key_heads"], v_heads=c["linear_num_value_heads"],
-                   d_k=c["linear_key_head_dim"], d_v=c["linear_value_head_dim"], conv=c["linear_conv_kernel_dim"],
-                   heads=c["num_attention_heads"], kv_heads=c["num_key_value_heads"], head_dim=c["head_dim"],
-                   mlp=c["intermediate_size"], vocab=c["vocab_size"])
+        from memexp.backbones.hybrid import HybridConfig
+
+        c = HybridConfig.from_dict(config)
+        attn = sum(t == "full_attention" for t in c.layer_types)
+        return cls(hidden=c.hidden_size, gdn_layers=len(c.layer_types) - attn, attn_layers=attn,
+                   k_heads=c.linear_num_key_heads, v_heads=c.linear_num_value_heads, d_k=c.linear_key_head_dim,
+                   d_v=c.linear_value_head_dim, conv=c.linear_conv_kernel_dim, heads=c.num_attention_heads,
+                   kv_heads=c.num_key_value_heads, head_dim=c.head_dim, mlp=c.intermediate_size,
+                   vocab=c.vocab_size)
 
 
 def qwen35_flops_per_token(config: dict) -> dict[str, float]:

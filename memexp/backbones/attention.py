@@ -43,7 +43,7 @@ from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
 from memexp.backbones.stack import LayerStackBackbone, LayerStates
 from memexp.config import BackboneConfig, ConfigError
-from memexp.costs import attention_flops_per_token, attention_state_bytes
+from memexp.costs import attention_flops_per_token, attention_state_bytes, fla_mlp_width
 
 LLAMA_INERT_FIELDS = {  # transformers LlamaConfig fields that do not change inference results
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",
@@ -108,10 +108,7 @@ class AttentionConfig:
         if values.get("hidden_act", "swish") not in ("swish", "silu"):
             raise BackboneLoadError(f"{where}: hidden_act={values['hidden_act']!r}; only swish is supported")
         hidden = values["hidden_size"]
-        inner = values.get("intermediate_size")
-        if inner is None:
-            inner = int(hidden * (values.get("hidden_ratio") or 4) * 2 / 3)
-            inner = 256 * ((inner + 255) // 256)
+        inner = values.get("intermediate_size") or fla_mlp_width(hidden, values.get("hidden_ratio"))
         return cls(
             hidden_size=hidden,
             num_hidden_layers=values["num_hidden_layers"],

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from omegaconf import OmegaConf
 
 from memexp.app import CONF_DIR, group_options, load_config
 from memexp.config import ConfigError
@@ -34,6 +35,7 @@ BAD = [
     (["logger=wandb", "logger.mode=sometimes"], "logger.mode='sometimes': allowed values are"),
     (["threads=0"], "threads=0: must be an integer >= 1"),
     (["progress=maybe"], "progress"),
+    (["backbone=tiny_llama_random", "method=notebank"], "method=notebank: backbone=tiny_llama_random is an attention"),
 ]
 
 
@@ -67,12 +69,15 @@ def test_multirun_validates_every_job_before_running():
 def test_every_shipped_option_composes_and_validates(tmp_path):
     for group in ("backbone", "method", "bench", "logger"):
         for option in group_options(group):
+            # attention backbones have no channels for the default NoteBank: they run Plain or JRT
+            attention = group == "backbone" and OmegaConf.load(CONF_DIR / "backbone" / f"{option}.yaml").arch == "llama"
+            method = ["method=plain"] if attention else []
             try:
-                cfg = load_config([f"{group}={option}"])
+                cfg = load_config([f"{group}={option}", *method])
             except ConfigError as e:
                 # a checkpoint that only exists after a conversion script (mamba2_8b) names its path
                 assert group == "backbone" and "backbone.pretrained=" in str(e) and "no such file" in str(e)
-                cfg = load_config([f"{group}={option}", f"backbone.pretrained={tmp_path}"])
+                cfg = load_config([f"{group}={option}", *method, f"backbone.pretrained={tmp_path}"])
             assert getattr(cfg, group).name == option
 
 
