@@ -70,8 +70,28 @@ def sweep_jobs(overrides: list[str]) -> list[list[str]]:
     return [job for batch in batches for job in batch]
 
 
+SUBMITIT_LAUNCHERS = ("processes", "slurm")  # conf/hydra/launcher options built on hydra-submitit-launcher
+
+
+def check_launcher(overrides: list[str]) -> None:
+    """The launchers beyond Hydra's basic one come from an optional plugin: say how to get it."""
+    import importlib.util
+
+    for o in overrides:
+        key, _, option = o.partition("=")
+        if key.lstrip("+~") == "hydra/launcher" and option in SUBMITIT_LAUNCHERS:
+            try:
+                found = importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is not None
+            except ModuleNotFoundError:
+                found = False
+            if not found:
+                raise ConfigError(f'hydra/launcher={option}: needs the submitit launcher, '
+                                  f'pip install -e ".[cluster]" (hydra-submitit-launcher)')
+
+
 def preflight(overrides: list[str], multirun: bool) -> list[RunConfig]:
     """Validate every job; ConfigError names the first bad field."""
+    check_launcher(overrides)
     user = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("hydra/")]
     jobs = sweep_jobs(user) if multirun else [user]
     return [load_config(job) for job in jobs]

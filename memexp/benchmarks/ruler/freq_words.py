@@ -15,6 +15,7 @@ import numpy as np
 from memexp.benchmarks.ruler.sample import Sample
 from memexp.benchmarks.ruler.tasks import FreqWordsTask
 from memexp.benchmarks.ruler.templates import FREQ_WORDS, split_prompt
+from memexp.config import ConfigError
 
 # B_2k / (2k)! for the Euler-Maclaurin remainder of the zeta sum
 _BERNOULLI_OVER_FACTORIAL = [
@@ -56,7 +57,7 @@ class FreqWordsGenerator:
         input_length = length - max_new_tokens
         self.vocab_size = input_length // 50
         if self.vocab_size < 4:
-            raise ValueError(
+            raise ConfigError(
                 f"bench.lengths={length} is too short for fwe: it needs at least {200 + max_new_tokens} tokens "
                 f"(a vocabulary of (length - max_new_tokens) // 50 >= 4 coded words)"
             )

@@ -7,10 +7,11 @@ from memexp.backbones.base import Tokenizer
 from memexp.benchmarks.base import Example, Question
 from memexp.benchmarks.ruler.length import TokenBudget, TooShort, largest_fitting
 from memexp.benchmarks.ruler.sample import Generator, Sample, sample_rng
+from memexp.config import ConfigError
 
 
-def _too_short(task: str, length: int, size: int, tokens: int, max_new_tokens: int) -> ValueError:
-    return ValueError(
+def _too_short(task: str, length: int, size: int, tokens: int, max_new_tokens: int) -> ConfigError:
+    return ConfigError(
         f"bench.lengths={length} is too short for {task}: its smallest input ({size} haystack units) "
         f"takes {tokens} tokens including max_new_tokens={max_new_tokens}"
     )

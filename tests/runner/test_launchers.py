@@ -1,0 +1,60 @@
+"""The hydra/launcher options: SLURM job arrays and local processes through Hydra's submitit
+launcher, and a clear message when that optional plugin is missing."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from memexp.app import CONF_DIR, check_launcher
+from memexp.config import ConfigError
+
+pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+
+
+def launcher(option: str):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return compose(config_name="config", overrides=[f"hydra/launcher={option}"],
+                           return_hydra_config=True).hydra.launcher
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def test_slurm_launcher_submits_resumable_jobs():
+    conf = launcher("slurm")
+    assert conf._target_.endswith("SlurmLauncher")
+    assert conf.max_num_timeout >= 1  # a timed-out job is requeued and resumes from its records
+    assert (conf.gpus_per_node, conf.tasks_per_node, conf.nodes) == (1, 1, 1)
+    assert launcher("processes")._target_.endswith("LocalLauncher")
+    assert launcher("local")._target_.endswith("BasicLauncher")
+
+
+def test_missing_plugin_is_one_line(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("hydra_plugins.hydra_submitit") else real(name, *a))
+    with pytest.raises(ConfigError, match=r'hydra/launcher=slurm: needs the submitit launcher, pip install -e ".\[cluster\]"'):
+        check_launcher(["hydra/launcher=slurm", "method=plain"])
+    check_launcher(["hydra/launcher=local"])
+
+
+def test_sweep_runs_each_job_in_its_own_process(tmp_path):
+    """A 2-job sweep with hydra/launcher=processes: both runs complete, one run folder each."""
+    out = subprocess.run(
+        [sys.executable, "-m", "memexp", "run", "-m", "hydra/launcher=processes", "backbone=tiny_gdn_random",
+         "method=plain,jrt", "bench.lengths=[1024]", "bench.num_samples=2", f"output_dir={tmp_path / 'runs'}",
+         "progress=false", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    summaries = sorted(tmp_path.glob("runs/ruler/tiny_gdn_random/*/*/summary.json"))
+    assert [p.parts[-3] for p in summaries] == ["jrt", "plain"]
+    assert all(json.loads(p.read_text())["num_questions"] == 2 for p in summaries)
+    assert list((tmp_path / "sweep").glob(".submitit/*/*_log.out"))  # the jobs ran through submitit
