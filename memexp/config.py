@@ -122,12 +122,12 @@ class NoteBankConfig(MethodConfig):
     address_dim: Optional[int] = 16  # d_rho: coordinates kept per address; null = identity
     address_seed: int = 0  # seed of the fixed coordinate selection
     rescale: Optional[float] = None  # lambda applied to the recurrent state before replay; null = none
-    router: str = "native"  # native | random | bm25 | oracle
+    router: str = "native"  # native | random | bm25 | embedding | oracle
     router_seed: int = 0  # seed of the random router
     note_separator: str = " "  # text between replayed notes
     replay_suffix: str = " "  # text between the replayed notes and the question
 
-    ROUTERS = ("native", "random", "bm25", "oracle")
+    ROUTERS = ("native", "random", "bm25", "embedding", "oracle")
 
     def __post_init__(self) -> None:
         _choice("method.write_budget", self.write_budget, (1, 2))

@@ -95,6 +95,11 @@ class Backbone(ABC):
 
         Continuation is exact: forward(s, A); forward(s, B) equals forward(s, A + B)."""
 
+    def input_embeddings(self, ids) -> torch.Tensor:
+        """The input embedding rows [T, hidden] of `ids`: what the first layer reads (used by
+        NoteBank's input-embedding routing control)."""
+        raise NotImplementedError(f"{self.name} does not expose its input embeddings")
+
     @torch.no_grad()
     def generate(
         self,

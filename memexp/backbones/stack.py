@@ -104,6 +104,10 @@ class LayerStackBackbone(Backbone):
         state.position += ids.numel()
         return self.model.lm_head(self._final_norm(last)).float()
 
+    @torch.no_grad()
+    def input_embeddings(self, ids) -> torch.Tensor:
+        return self._embed(as_ids(ids, self.device))[0]
+
     @abstractmethod
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
         """The residual stream [1, T, hidden] entering the first layer."""

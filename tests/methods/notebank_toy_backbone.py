@@ -101,6 +101,10 @@ class ToyBackbone(Backbone):
         read = torch.einsum("lhvk,lhk->lhv", state.memory, last).reshape(-1)
         return (self.readout @ read).float()
 
+    def input_embeddings(self, ids) -> torch.Tensor:
+        """The first channel's key of each token: filler words share a direction, rare words not."""
+        return self.keys[0, 0, as_ids(ids)]
+
     def flops_per_token(self) -> dict[str, float]:
         return {"backbone": 0.0, "lm_head": 0.0}
 

@@ -149,7 +149,7 @@ def test_empty_archive_means_no_probe_and_no_replay():
     assert answer.ids == bb.generate(memory.state.clone(), bb.tokenizer.encode("tell me about zebra ?"), 6)
 
 
-@pytest.mark.parametrize("router", ["random", "bm25", "oracle"])
+@pytest.mark.parametrize("router", ["random", "bm25", "embedding", "oracle"])
 def test_alternative_routers_share_the_archive_and_budget(setup, router):
     bb, _, _, memory = setup
     nb = NoteBank(NoteBankConfig(chunk_size=256, replay_budget=2, router=router))
@@ -157,5 +157,5 @@ def test_alternative_routers_share_the_archive_and_budget(setup, router):
     answer = ask(bb, nb, memory, "tell me about zebra ?", references=["seven"])
     assert all(not observed for _, observed in bb.calls)  # no native probe
     assert answer.tokens["probe"] == 0 and 1 <= len(answer.stats["selected"]) <= 2
-    if router in ("bm25", "oracle"):
+    if router in ("bm25", "embedding", "oracle"):
         assert ZEBRA in replayed_text(bb, memory, answer)

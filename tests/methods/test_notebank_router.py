@@ -8,6 +8,7 @@ from memexp.benchmarks.base import Question
 from memexp.methods.notebank.archive import ArchiveBuilder
 from memexp.methods.notebank.router import (
     BM25Router,
+    EmbeddingRouter,
     NativeRouter,
     OracleRouter,
     RandomRouter,
@@ -111,6 +112,27 @@ def test_bm25_router_matches_question_words():
     assert route(BM25Router(1), archive, None, question("purple giraffe")).notes == [0]
 
 
+def test_embedding_router_ranks_notes_by_mean_input_embedding_cosine():
+    """One-hot embeddings make the cosine countable: "tell me about kite ?" (5 tokens) shares
+    only "kite" with note 1 (7 tokens), cosine (1/35) / (sqrt(7)/7 * sqrt(5)/5) = 1/sqrt(35);
+    the other notes score 0. Note vectors are computed once per archive."""
+    archive, tok = lexical_archive(), WordTokenizer()
+    calls = []
+
+    def embed(ids):
+        calls.append(len(ids))
+        return torch.eye(len(tok.vocab), dtype=torch.float64)[ids]
+
+    def ask(prompt, r):
+        return EmbeddingRouter(r).route(archive, RouteRequest(question(prompt), tok, None, tok.encode(prompt), embed))
+
+    selection = ask("tell me about kite ?", 1)
+    assert selection.notes == [1] and abs(selection.scores[0] - 35 ** -0.5) < 1e-6
+    assert ask("zebra kite ?", 2).notes == [0, 1]
+    assert ask("purple giraffe", 2).notes == [0, 1]  # all scores 0: the earliest notes
+    assert calls == [19, 5, 3, 2]  # the archive's 19 note tokens once, then each question
+
+
 def test_oracle_router_picks_notes_holding_a_reference():
     archive = lexical_archive()
     assert route(OracleRouter(2), archive, None, question(references=["nine"])).notes == [1]
@@ -123,4 +145,5 @@ def test_build_router_by_name():
     assert isinstance(build_router("native", 2, 0), NativeRouter)
     assert isinstance(build_router("random", 2, 0), RandomRouter)
     assert isinstance(build_router("bm25", 2, 0), BM25Router)
+    assert isinstance(build_router("embedding", 2, 0), EmbeddingRouter)
     assert isinstance(build_router("oracle", 2, 0), OracleRouter)

@@ -71,7 +71,8 @@ class NoteBank(Method):
                 queries = self._probe(backbone, memory, question_ids)
         if len(archive) and question_ids:
             with watch.stage("route"):
-                request = RouteRequest(question, backbone.tokenizer, queries if probed else None)
+                request = RouteRequest(question, backbone.tokenizer, queries if probed else None, question_ids,
+                                       backbone.input_embeddings)
                 selection = self.router.route(archive, request)
         with watch.stage("replay"):
             replay = replay_sequence(archive, selection.notes, *self.replay_format(backbone.tokenizer))

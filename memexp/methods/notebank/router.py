@@ -6,6 +6,9 @@
 - `random`: R notes drawn uniformly, seeded by `router_seed` and the question id (the same
   question gets the same notes whatever order questions come in).
 - `bm25`: lexical BM25 over the notes' decoded text, the question prompt as the query.
+- `embedding`: cosine between mean-pooled input embeddings (the backbone's own embedding
+  table) of each note and of the question ids; the R best, ties to the earlier note. The
+  paper's training-free semantic control (Table 3, "input embedding").
 - `oracle`: notes containing a reference answer (most distinct references first), a
   diagnostic upper bound on routing; possibly fewer than R, possibly none.
 All keep the archive and the budget; the chosen notes are replayed in document order.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Callable
 
 import bm25s
 import numpy as np
@@ -31,6 +35,8 @@ class RouteRequest:
     question: Question
     tokenizer: Tokenizer
     queries: torch.Tensor | None = None  # [Tq, J, d_rho] compacted question queries (native router only)
+    question_ids: list[int] | None = None  # the question's token ids (embedding router)
+    embed: Callable[[list[int]], torch.Tensor] | None = None  # ids -> input embeddings [T, D] (embedding router)
 
 
 @dataclass
@@ -111,6 +117,30 @@ class BM25Router:
         return archive.derived["bm25"]
 
 
+class EmbeddingRouter:
+    name = "embedding"
+    needs_probe = False
+
+    def __init__(self, replay_budget: int) -> None:
+        self.replay_budget = replay_budget
+
+    def route(self, archive: Archive, request: RouteRequest) -> Selection:
+        notes = self._note_vectors(archive, request.embed)
+        question = request.embed(request.question_ids).float().mean(0)
+        scores = torch.nn.functional.cosine_similarity(notes, question.to(notes.device)[None], dim=-1).cpu()
+        return _selection(archive, top_r(scores, self.replay_budget), scores)
+
+    @staticmethod
+    def _note_vectors(archive: Archive, embed) -> torch.Tensor:
+        """Each note's mean input embedding [N, D] in fp32, computed once per archive."""
+        if "embedding" not in archive.derived:
+            rows = embed(archive.token_ids.long().tolist()).float()
+            owner = torch.repeat_interleave(torch.arange(len(archive)), archive.lengths.long()).to(rows.device)
+            sums = torch.zeros(len(archive), rows.shape[1], device=rows.device).index_add_(0, owner, rows)
+            archive.derived["embedding"] = sums / archive.lengths.to(rows.device, torch.float32)[:, None]
+        return archive.derived["embedding"]
+
+
 class OracleRouter:
     name = "oracle"
     needs_probe = False
@@ -133,6 +163,8 @@ def build_router(name: str, replay_budget: int, seed: int):
         return RandomRouter(replay_budget, seed)
     if name == "bm25":
         return BM25Router(replay_budget)
+    if name == "embedding":
+        return EmbeddingRouter(replay_budget)
     if name == "oracle":
         return OracleRouter(replay_budget)
-    raise ValueError(f"method.router={name!r}: allowed values are native, random, bm25, oracle")
+    raise ValueError(f"method.router={name!r}: allowed values are native, random, bm25, embedding, oracle")
