@@ -34,7 +34,7 @@ def _pop_flag(argv: list[str], flag: str) -> bool:
     return False
 
 
-def _pop_int(argv: list[str], key: str, default: int) -> int:
+def _pop_int(argv: list[str], key: str, default: int | None) -> int | None:
     for a in list(argv):
         if a.startswith(key + "="):
             argv.remove(a)
@@ -56,8 +56,9 @@ def _cost(argv: list[str]) -> int:
     length = _pop_int(argv, "length", 1_048_576)
     question = _pop_int(argv, "question_tokens", PAPER_QUESTION_TOKENS)
     output = _pop_int(argv, "output_tokens", PAPER_OUTPUT_TOKENS)
+    replay = _pop_int(argv, "replay_tokens", None)  # measured |R|; default the bound R * B
     cfg = load_config(argv)
-    report = cost_report(cfg, length=length, question_tokens=question, output_tokens=output)
+    report = cost_report(cfg, length=length, question_tokens=question, output_tokens=output, replay_tokens=replay)
     print(json.dumps(report, indent=2) if as_json else format_cost_table(report))
     return 0
 

@@ -383,8 +383,8 @@ def notebank_added_flops(shapes: BackboneShapes, nb: NoteBankConfig, context: in
     attention: for hybrid / attention backbones, the keys the probe, the replay and the
     question and answer shifted behind the replay attend to (these do not cancel, App. C.6).
     An empty archive costs the writing only. Eq. 14 is the paper's bound for W = 2, used for
-    W = 1 too. `probe` is the probed question length (default |Q|; 0 for routers that do not
-    probe); routing is counted for the native router only (Eq. 15).
+    W = 1 too. `probe` is the probed question length (default |Q| for the native router, 0
+    for the others, which do not probe); routing is counted for the native router only (Eq. 15).
     """
     J, d_k, C = shapes.channels, shapes.d_k, nb.chunk_size
     if J == 0:
@@ -394,7 +394,8 @@ def notebank_added_flops(shapes: BackboneShapes, nb: NoteBankConfig, context: in
     out = {"write": float(write), "route": 0.0, "probe": 0.0, "replay": 0.0, "attention": 0.0}
     if notes > 0:
         d_rho = min(nb.address_dim or d_k, d_k)
-        probe = question if probe is None else probe
+        if probe is None:
+            probe = question if nb.router == "native" else 0.0
         if nb.router == "native":
             out["route"] = 2 * probe * notes * J * d_rho + 3 * (probe + notes) * J * d_rho
         out["probe"] = probe * shapes.flops_token

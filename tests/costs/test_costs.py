@@ -280,3 +280,25 @@ def test_record_costs_from_recorded_counts(gdn_cfg):
     assert plain["plain_flops"] == (4096 + 42 + 8) * 2_758_557_696 + 9 * 131_072_000
     jrt = record_costs(run_config(gdn_cfg.backbone, JRTConfig()), {"context": 4096, "question": 42, "generated": 9})
     assert jrt["added_flops"] is None and jrt["added_flops_ratio"] is None  # not modelled, kept out of summaries
+
+
+def test_cost_command_takes_the_measured_replay_length():
+    """`python -m memexp cost`: the replay bound R B by default, the paper's measured |R| with
+    replay_tokens=107 (its 0.025 %); routers that do not probe add no probe or routing FLOPs."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def cost(*args):
+        out = subprocess.run([sys.executable, "-m", "memexp", "cost", "backbone=gdn", "length=1048576", "--json", *args],
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    bound, measured, bm25 = cost(), cost("replay_tokens=107"), cost("method.router=bm25")
+    assert bound["inputs"]["replay"] == 128 and measured["inputs"]["replay"] == 107
+    assert measured["flops"]["added_ratio_percent"] == pytest.approx(0.025, rel=0.02)
+    assert bound["flops"]["added_ratio_percent"] > measured["flops"]["added_ratio_percent"]
+    assert bm25["flops"]["added"]["probe"] == 0 and bm25["flops"]["added"]["route"] == 0
+    assert bound["flops"]["added"]["probe"] > 0
