@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import math
 
+import kernel_stand_ins
 import pytest
 import torch
 from backbone_checks import branch_and_continue, check_method_end_to_end, feed, pieces_of
+from kernel_stand_ins import on_torch
 
 from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.mamba2 import Mamba2Config, build
@@ -233,54 +235,9 @@ def test_backbone_options():
 
 @pytest.fixture
 def mamba_ssm_stand_in(monkeypatch):
-    """`ssd`'s CUDA branch routed, on CPU, to stand-ins with mamba_ssm's exact signatures (no
-    **kwargs, so a misnamed argument fails) and its documented shapes and in-place state
-    update; they apply dt_bias, softplus, dt_limit and D themselves. Yields the calls made."""
-    import importlib
-    import sys
-    import types
-
-    from memexp.backbones.ops.ssd import recurrent_ssd_ref, step_sizes
-
-    calls = []
-
-    def mamba_chunk_scan_combined(x, dt, A, B, C, chunk_size, D=None, z=None, dt_bias=None, initial_states=None,
-                                  seq_idx=None, cu_seqlens=None, dt_softplus=False, dt_limit=(0.0, float("inf")),
-                                  return_final_states=False, return_varlen_states=False):
-        assert z is None and seq_idx is None and A.dtype == torch.float32
-        assert initial_states is None or (initial_states.dtype == torch.float32 and initial_states.is_contiguous())
-        calls.append(f"chunk:{x.shape[1]}")
-        y, final = recurrent_ssd_ref(x, step_sizes(dt, dt_bias, dt_softplus, dt_limit), A, B, C, D, initial_states)
-        return (y, final) if return_final_states else y
-
-    def selective_state_update(state, x, dt, A, B, C, D=None, z=None, dt_bias=None, dt_softplus=False):
-        batch, H, P, N = state.shape
-        G = B.shape[1]
-        assert x.shape == dt.shape == (batch, H, P) and A.shape == (H, P, N)
-        assert B.shape == C.shape == (batch, G, N) and H % G == 0 and z is None
-        assert D is None or D.shape == (H, P)
-        assert dt_bias is None or dt_bias.shape == (H, P)
-        calls.append("step")
-        step = dt.float() + (0 if dt_bias is None else dt_bias.float())
-        step = torch.nn.functional.softplus(step) if dt_softplus else step
-        Bh, Ch = (t.float().repeat_interleave(H // G, dim=1) for t in (B, C))
-        new = state.float() * torch.exp(A.float() * step[..., None]) + (step * x.float())[..., None] * Bh[:, :, None]
-        state.copy_(new)
-        out = (new * Ch[:, :, None]).sum(-1) + (0 if D is None else x.float() * D.float())
-        return out.to(x.dtype)
-
-    for name in ("mamba_ssm", "mamba_ssm.ops", "mamba_ssm.ops.triton"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    for name, fn in (("ssd_combined", mamba_chunk_scan_combined), ("selective_state_update", selective_state_update)):
-        module = types.ModuleType(f"mamba_ssm.ops.triton.{name}")
-        setattr(module, fn.__name__, fn)
-        monkeypatch.setitem(sys.modules, module.__name__, module)
-    from memexp import dispatch
-
-    monkeypatch.setattr(importlib.import_module("memexp.backbones.ops.ssd"), "use_kernels",
-                        lambda x, library="triton", required=True: (
-                            library == "mamba_ssm" and dispatch.kernels_mode() != "torch"))
-    return calls
+    """`ssd`'s CUDA branch routed, on CPU, to stand-ins of mamba_ssm's two kernels
+    (kernel_stand_ins.py). Yields the calls made."""
+    return kernel_stand_ins.install(monkeypatch, libraries=("mamba_ssm",))
 
 
 @pytest.mark.parametrize("T, limit, kernel", [(21, (0.0, math.inf), "chunk:21"), (1, (0.0, math.inf), "step"),
@@ -289,8 +246,6 @@ def test_ssd_kernel_calls_follow_mamba_ssm(mamba_ssm_stand_in, T, limit, kernel)
     """Chunks go to mamba_chunk_scan_combined, decode tokens to selective_state_update
     (which has no dt_limit: a limited model stays on the chunk kernel); both pass raw dt once,
     carry the initial state without writing it, and give the reference's output and state."""
-    from memexp import dispatch
-
     torch.manual_seed(2)
     x, dt = torch.randn(1, T, 4, 8), torch.randn(1, T, 4)
     B, C = torch.randn(1, T, 2, 16), torch.randn(1, T, 2, 16)
@@ -298,12 +253,7 @@ def test_ssd_kernel_calls_follow_mamba_ssm(mamba_ssm_stand_in, T, limit, kernel)
     before = h0.clone()
     y_k, s_k = ssd(x, dt, A, B, C, D, bias, dt_limit=limit, initial_state=h0)
     assert mamba_ssm_stand_in == [kernel] and torch.equal(h0, before)
-    previous = dispatch.kernels_mode()
-    dispatch.set_kernels("torch")
-    try:
-        y_t, s_t = ssd(x, dt, A, B, C, D, bias, dt_limit=limit, initial_state=h0)
-    finally:
-        dispatch.set_kernels(previous)
+    y_t, s_t = on_torch(lambda: ssd(x, dt, A, B, C, D, bias, dt_limit=limit, initial_state=h0))
     assert mamba_ssm_stand_in == [kernel]
     torch.testing.assert_close(y_k, y_t, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(s_k, s_t, atol=1e-5, rtol=1e-5)
@@ -344,6 +294,28 @@ def test_megatron_sentencepiece_tokenizer_converts(tmp_path):
     assert tok.encode(" x") == sp.encode(" x")[1:]
 
 
+def test_cuda_path_rehearsal_on_cpu(monkeypatch):
+    """The whole Mamba-2 CUDA path with stand-ins of causal-conv1d and mamba_ssm: a tiny
+    model (xBC conv of 96 channels) prefilled in pieces, then decoded token by token, calls
+    causal_conv1d_fn / _update, mamba_chunk_scan_combined and selective_state_update with the
+    mixer's real tensors and gives the torch path's logits."""
+    calls = kernel_stand_ins.install(monkeypatch)
+    backbone = tiny(prefill_chunk=16, head_dim=16, num_heads=4)
+    ids = torch.randint(0, 300, (45,), generator=torch.Generator().manual_seed(1))
+
+    def run():
+        state, out = backbone.init_state(), []
+        for a, b in [(0, 20), (20, 37)] + [(t, t + 1) for t in range(37, 45)]:
+            out.append(backbone.forward(state, ids[a:b]))
+        return torch.stack(out)
+
+    on_kernels = run()
+    assert {"fn:16", "update:1", "chunk:16", "step"} <= set(calls)
+    calls.clear()
+    torch.testing.assert_close(on_kernels, on_torch(run), atol=1e-5, rtol=1e-5)
+    assert calls == []
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("T", [1, 300])
 def test_mamba_ssm_kernels_match_reference(T):
@@ -351,8 +323,6 @@ def test_mamba_ssm_kernels_match_reference(T):
     pytest.importorskip("mamba_ssm")
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    from memexp import dispatch
-
     torch.manual_seed(0)
     dev = "cuda"
     x, dt = torch.randn(1, T, 8, 64, device=dev), torch.randn(1, T, 8, device=dev)
@@ -360,11 +330,6 @@ def test_mamba_ssm_kernels_match_reference(T):
     A, D, bias = -torch.rand(8, device=dev) * 4, torch.randn(8, device=dev), torch.randn(8, device=dev)
     h0 = torch.randn(1, 8, 64, 128, device=dev)
     y_k, s_k = ssd(x, dt, A, B, C, D, bias, initial_state=h0)
-    previous = dispatch.kernels_mode()
-    dispatch.set_kernels("torch")
-    try:
-        y_t, s_t = ssd(x, dt, A, B, C, D, bias, initial_state=h0)
-    finally:
-        dispatch.set_kernels(previous)
+    y_t, s_t = on_torch(lambda: ssd(x, dt, A, B, C, D, bias, initial_state=h0))
     torch.testing.assert_close(y_k, y_t, atol=1e-3, rtol=1e-3)
     torch.testing.assert_close(s_k, s_t, atol=1e-3, rtol=1e-3)
