@@ -98,7 +98,7 @@ def answer_stop_ids(tok, q: Question) -> list[int] | None:
     question adds none, which leaves the tokenizer's own."""
     if not q.stop:
         return None
-    extra = [tok.encode(s)[-1] for s in q.stop if tok.encode(s)]
+    extra = [ids[-1] for ids in map(tok.encode, q.stop) if ids]
     return list(dict.fromkeys([*tok.stop_ids, *extra]))
 
 

@@ -115,7 +115,7 @@ class Backbone(ABC):
         cannot be chosen (the best other token is, as transformers' min-length rule does).
         The state is advanced over `ids` and every generated token but the last."""
         stop_set = set(self.tokenizer.stop_ids if stop is None else stop)
-        barred = torch.tensor(sorted(stop_set), dtype=torch.long)
+        barred = torch.tensor(sorted(stop_set), dtype=torch.long) if min_new_tokens else None
         logits = self.forward(state, ids)
         out: list[int] = []
         for i in range(max_new_tokens):
