@@ -79,7 +79,7 @@ class _GDN:
     def of(cls, config: dict) -> "_GDN":
         """Shapes of an FLA config.json, parsed by the GDN backbone's own config (defaults,
         value heads, FLA's MLP width rule) so costs and model never disagree."""
-        from memexp.backbones.gdn import GDNConfig
+        from memexp.backbones.gdn.model import GDNConfig
 
         c = GDNConfig.from_dict(config)
         return cls(hidden=c.hidden_size, layers=c.num_hidden_layers, heads=c.num_heads, v_heads=c.v_heads,
@@ -151,7 +151,7 @@ class _Mamba2:
         """Shapes parsed by the Mamba-2 backbone's own config (both checkpoint formats, the
         vocabulary padding, the 1.3B model's defaults); configs it cannot run (MLP or
         attention layers) are refused there."""
-        from memexp.backbones.mamba2 import Mamba2Config
+        from memexp.backbones.mamba2.model import Mamba2Config
 
         c = Mamba2Config.from_dict(config)
         return cls(hidden=c.hidden_size, layers=c.num_hidden_layers, d_state=c.state_size, headdim=c.head_dim,
@@ -209,7 +209,7 @@ class _Attention:
 
     @classmethod
     def of(cls, config: dict) -> "_Attention":
-        from memexp.backbones.attention import AttentionConfig
+        from memexp.backbones.attention.model import AttentionConfig
 
         c = AttentionConfig.from_dict(config)
         return cls(hidden=c.hidden_size, layers=c.num_hidden_layers, heads=c.num_attention_heads,
@@ -259,7 +259,7 @@ class _Qwen35:
 
     @classmethod
     def of(cls, config: dict) -> "_Qwen35":
-        from memexp.backbones.hybrid import HybridConfig
+        from memexp.backbones.hybrid.model import HybridConfig
 
         c = HybridConfig.from_dict(config)
         attn = sum(t == "full_attention" for t in c.layer_types)

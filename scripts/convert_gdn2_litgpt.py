@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from memexp.backbones.gdn2 import GDN2Config, read_litgpt_state_dict
+from memexp.backbones.gdn2.model import GDN2Config, read_litgpt_state_dict
 from memexp.backbones.loading import TOKENIZER_FILES, resolve_pretrained
 
 

@@ -37,7 +37,7 @@ import torch
 from safetensors.torch import save_file
 
 from memexp.backbones.loading import TOKENIZER_FILES
-from memexp.backbones.mamba2 import Mamba2Config
+from memexp.backbones.mamba2.model import Mamba2Config
 
 RENAMES = [
     (r"^embedding\.word_embeddings\.weight$", "backbone.embedding.weight"),

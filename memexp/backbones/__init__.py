@@ -18,20 +18,14 @@ from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer
 from memexp.backbones.loading import BackboneLoadError
 from memexp.config import BackboneConfig, ConfigError
 
-ARCHS: dict[str, str] = {
-    "gdn": "memexp.backbones.gdn:build",
-    "gdn2": "memexp.backbones.gdn2:build",
-    "mamba2": "memexp.backbones.mamba2:build",
-    "qwen35": "memexp.backbones.hybrid:build",
-    "llama": "memexp.backbones.attention:build",
-}
+from memexp.registry import ARCHS
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "backbone"
 
 
-def register(arch: str, target: str) -> None:
-    """Map `arch` to a builder given as 'module:function'."""
-    ARCHS[arch] = target
+def register(arch: str, target: str, schema=None, **meta) -> None:
+    """Map `arch` to a builder given as 'module:function' (see `memexp.registry.ARCHS`)."""
+    ARCHS.register(arch, target, schema, **meta)
 
 
 def backbone_names() -> list[str]:
@@ -62,8 +56,8 @@ def load_backbone(spec: BackboneConfig | dict | str) -> Backbone:
     """Build the backbone described by `spec` (see `backbone_config`)."""
     cfg = backbone_config(spec)
     if cfg.arch not in ARCHS:
-        raise ConfigError(f"backbone.arch={cfg.arch!r}: allowed values are {', '.join(ARCHS)}")
-    module_name, func = ARCHS[cfg.arch].split(":")
+        raise ConfigError(ARCHS.unknown_message(cfg.arch))
+    module_name, func = ARCHS.get(cfg.arch).target.split(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:

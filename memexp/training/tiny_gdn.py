@@ -31,7 +31,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from memexp.backbones.gdn import GDNBackbone, GDNConfig, GDNForCausalLM
+from memexp.backbones.gdn.model import GDNBackbone, GDNConfig, GDNForCausalLM
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.config import ASSETS_DIR, ConfigError
 from memexp.training.niah_eval import plain_accuracy

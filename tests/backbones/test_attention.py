@@ -11,7 +11,7 @@ import torch
 from backbone_checks import feed, pieces_of
 from safetensors.torch import save_file
 
-from memexp.backbones.attention import build
+from memexp.backbones.attention.model import build
 from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.ops.attention import attention, attention_ref
 from memexp.backbones.ops.rotary import build_rope

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from backbone_checks import branch_and_continue, check_method_end_to_end, feed, pieces_of
 
-from memexp.backbones.gdn2 import build
+from memexp.backbones.gdn2.model import build
 from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.ops.gdn2_rule import gdn2_rule
 from memexp.backbones.tokenizer import ByteTokenizer

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from memexp.backbones import load_backbone
 from memexp.backbones.base import Channel
-from memexp.backbones.gdn import GDNBackbone
+from memexp.backbones.gdn.model import GDNBackbone
 
 TINY = {  # grouped values (4 value heads over 2 key heads), expand_v 1, non-trivial weights
     "hidden_size": 48, "num_hidden_layers": 2, "num_heads": 2, "head_dim": 16, "expand_v": 1.0,

@@ -15,7 +15,7 @@ from backbone_checks import branch_and_continue, check_method_end_to_end, feed, 
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from memexp.backbones.hybrid import build
+from memexp.backbones.hybrid.model import build
 from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.config import BackboneConfig, ConfigError

@@ -13,7 +13,7 @@ from backbone_checks import branch_and_continue, check_method_end_to_end, feed, 
 from kernel_stand_ins import on_torch
 
 from memexp.backbones.loading import BackboneLoadError
-from memexp.backbones.mamba2 import Mamba2Config, build
+from memexp.backbones.mamba2.model import Mamba2Config, build
 from memexp.backbones.ops.ssd import ssd
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.config import BackboneConfig

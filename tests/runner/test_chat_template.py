@@ -4,7 +4,7 @@ so the context (with the template's head) is still read once per example."""
 import memexp.runner as runner
 from memexp.app import load_config
 from memexp.backbones.base import chat_split
-from memexp.backbones.gdn import GDNBackbone
+from memexp.backbones.gdn.model import GDNBackbone
 from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.methods.plain import Plain
 

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from memexp.backbones.base import Observer, Tokenizer
-from memexp.backbones.gdn import RMSNorm
+from memexp.backbones.gdn.model import RMSNorm
 from memexp.backbones.loading import (
     BackboneLoadError,
     WeightFiles,

@@ -34,9 +34,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.attention import SwiGLU
+from memexp.backbones.attention.model import SwiGLU
 from memexp.backbones.base import Channel, Observer, Tokenizer
-from memexp.backbones.gdn import RMSNorm, ShortConv
+from memexp.backbones.gdn.model import RMSNorm, ShortConv
 from memexp.backbones.loading import (
     DECAY_GATES,
     TOKENIZER_FILES,

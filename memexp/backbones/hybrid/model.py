@@ -34,9 +34,9 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
-from memexp.backbones.attention import SwiGLU
+from memexp.backbones.attention.model import SwiGLU
 from memexp.backbones.base import Channel, Observer, Tokenizer
-from memexp.backbones.gdn import RMSNorm
+from memexp.backbones.gdn.model import RMSNorm
 from memexp.backbones.loading import (
     DECAY_GATES,
     BackboneLoadError,

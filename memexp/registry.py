@@ -1,0 +1,107 @@
+"""One small registry type, used once per axis (architectures, methods, routers, benchmarks).
+
+An entry names its implementation and its schema as lazy `module:attr` strings (or the objects
+themselves), so listing and validating never imports a model; `load()` imports on first use.
+Capabilities that validation needs live in the entry's `meta`, never in `if name == ...`.
+
+    ARCHS = Registry("backbone.arch")
+    ARCHS.register("gdn", "memexp.backbones.gdn.model:build", schema=..., recurrent_channels=True)
+    ARCHS.get("gnd")   # ConfigError: backbone.arch='gnd': unknown; did you mean gdn? allowed values are ...
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+
+class RegistryError(ValueError):
+    """An unknown or malformed entry; one line naming the field and the allowed values."""
+
+
+def load_object(target: Any) -> Any:
+    """`"pkg.mod:attr"` (attr may be dotted) imported; anything else is returned as it is."""
+    if not isinstance(target, str):
+        return target
+    module, sep, attr = target.partition(":")
+    if not sep or not module or not attr:
+        raise RegistryError(f"{target!r}: a lazy target is written 'package.module:attribute'")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass
+class Entry:
+    """One registered name: its implementation, its schema and what validation may ask of it."""
+
+    name: str
+    target: Any  # "module:attr" or the object (a class or a builder function)
+    schema: Any = None  # "module:Class" or the dataclass that configures it
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def load(self) -> Any:
+        return load_object(self.target)
+
+    def load_schema(self) -> Any:
+        return load_object(self.schema)
+
+
+class Registry:
+    """Names of one kind (`field` is how the user writes the choice, e.g. `method.name`)."""
+
+    def __init__(self, field: str, builtins: tuple[str, ...] = ()) -> None:
+        self.field = field
+        self._entries: dict[str, Entry] = {}
+        # modules that register memexp's own entries when imported; imported on first look-up,
+        # so that naming a registry costs nothing and each entry is registered beside its code
+        self._builtins = list(builtins)
+
+    def _load_builtins(self) -> None:
+        while self._builtins:
+            importlib.import_module(self._builtins.pop(0))
+
+    def register(self, name: str, target: Any, schema: Any = None, **meta: Any) -> Entry:
+        """Add or replace `name`. Outside packages call this once to make a name runnable."""
+        if not isinstance(name, str) or not name:
+            raise RegistryError(f"{self.field}: a registered name must be a non-empty string, got {name!r}")
+        entry = Entry(name, target, schema, dict(meta))
+        self._entries[name] = entry
+        return entry
+
+    def get(self, name: Any) -> Entry:
+        self._load_builtins()
+        if name in self._entries:
+            return self._entries[name]
+        raise RegistryError(self.unknown_message(name))
+
+    def unknown_message(self, name: Any) -> str:
+        self._load_builtins()
+        allowed = ", ".join(self._entries)
+        close = difflib.get_close_matches(str(name), list(self._entries), n=1) if name is not None else []
+        hint = f"did you mean {close[0]}? " if close else ""
+        return f"{self.field}={name!r}: unknown; {hint}allowed values are {allowed}"
+
+    def names(self) -> list[str]:
+        self._load_builtins()
+        return list(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        self._load_builtins()
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Entry]:
+        self._load_builtins()
+        return iter(list(self._entries.values()))
+
+    def __len__(self) -> int:
+        self._load_builtins()
+        return len(self._entries)
+
+
+# The four axes. Each builtin module registers its entries beside its implementation.
+ARCHS = Registry("backbone.arch", builtins=tuple(f"memexp.backbones.{p}" for p in
+                                                 ("gdn", "gdn2", "mamba2", "hybrid", "attention")))
