@@ -3,7 +3,7 @@ PYTHON ?= python
 # A machine without a GPU gets the CPU build of torch first; a GPU machine keeps (or gets) its CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: help install run test test-fast test-gpu bench lint
+.PHONY: help install run test test-fast test-gpu bench gpu-check lint
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-10s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ test-gpu: ## the CUDA tests: kernels against their references (a GPU and `pip in
 
 bench: ## measured figures: prefill, NoteBank vs Plain, routing, read-once (see docs/benchmarks.md)
 	$(PYTHON) scripts/bench_all.py
+
+gpu-check: ## on a CUDA machine: install the cuda extra, test-gpu, bench, all in one report (outputs/gpu_check/), under 10 min
+	$(PYTHON) scripts/gpu_check.py
 
 lint: ## ruff
 	$(PYTHON) -m ruff check memexp kernels tests scripts
