@@ -5,7 +5,16 @@ gradients reach the adapters only."""
 import pytest
 import torch
 
-from memexp.adapters import LoRAConfig, attach_lora, content_hash, file_hash, freeze_base, load_adapters, save_adapters
+from memexp.adapters import (
+    Adapters,
+    LoRAConfig,
+    attach_lora,
+    content_hash,
+    file_hash,
+    freeze_base,
+    load_adapters,
+    save_adapters,
+)
 from memexp.backbones import load_backbone as load
 
 # per architecture: targets that cover its attention/recurrent mixers and MLPs, row slices of
@@ -82,6 +91,7 @@ def test_save_then_load_into_a_fresh_model_reproduces_logits(arch, tmp_path):
         expected = _logits(bb)
     fresh = load(arch)
     loaded = load_adapters(fresh, tmp_path / "lora")
+    assert isinstance(loaded, Adapters)
     with loaded.enabled():
         assert torch.equal(_logits(fresh), expected)
     assert digest == content_hash(lora) == content_hash(loaded) == file_hash(tmp_path / "lora")
