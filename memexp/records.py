@@ -247,8 +247,7 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def _jsonable(x: Any) -> Any:
-    if hasattr(x, "item"):
-        return x.item()
+    """Tensors and numpy values as numbers (tolist: a number for one element, lists for more)."""
     if hasattr(x, "tolist"):
         return x.tolist()
     return str(x)
