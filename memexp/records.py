@@ -4,8 +4,9 @@ A record is written as one line with a single append and fsync, so a run killed 
 moment leaves at most a partial last line; loading drops it and truncates the file back to
 the last complete record, so the next append never glues onto garbage.
 
-In memory a record is a `Record`; its JSON object (`Record.to_json`, `Record.from_json`, the
-one conversion) exists only at the file boundary: `RunFolder.append` and `RunFolder.load_records`.
+In memory a record is a `Record`. Its JSON object (`Record.to_json` / `Record.from_json`, the
+one conversion) is what `RunFolder.load_records` returns and what `RunFolder.append` and
+`summarize` also accept, for records read straight from a file or written by hand.
 """
 
 from __future__ import annotations
