@@ -235,6 +235,8 @@ def main(argv: list[str]) -> int:
     nb_cfg = cfg.method if isinstance(cfg.method, NoteBankConfig) else NoteBankConfig()
     backbone = load_backbone(cfg.backbone)
     methods = {"plain": build_method(PlainConfig()), "notebank": build_method(nb_cfg)}
+    for method in methods.values():
+        method.prepare(backbone)
     results = {}
     for length in lengths:
         if source == "synthetic":

@@ -3,6 +3,10 @@
 A record is written as one line with a single append and fsync, so a run killed at any
 moment leaves at most a partial last line; loading drops it and truncates the file back to
 the last complete record, so the next append never glues onto garbage.
+
+In memory a record is a `Record`. Its JSON object (`Record.to_json` / `Record.from_json`, the
+one conversion) is what `RunFolder.load_records` returns and what `RunFolder.append` and
+`summarize` also accept, for records read straight from a file or written by hand.
 """
 
 from __future__ import annotations
@@ -11,14 +15,71 @@ import hashlib
 import json
 import os
 from collections import defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import yaml
 
+if TYPE_CHECKING:  # annotations only: benchmarks.base imports Record, so no import back at run time
+    from memexp.benchmarks.base import Example, Question
+    from memexp.methods.base import Answer, Memory
+
 # Fields that change how a run is watched or scheduled, not what it computes.
 _NOT_IN_HASH = ("logger", "progress", "threads", "output_dir", "max_examples", "kernels")
+
+
+@dataclass(kw_only=True)
+class Record:
+    """One answered question: one line of records.jsonl.
+
+    The field order is the JSON key order of the line; `costs` is left out of the line when
+    None (a run without cost accounting). The identity, task, length and score are what a
+    summary needs; the rest default to empty so a record made by hand (a test, another tool)
+    may leave them out.
+    """
+
+    example_id: str
+    question_id: str
+    task: str
+    length: int | str
+    prediction: str = ""
+    references: list[str] = field(default_factory=list)
+    score: float
+    metric: str = ""
+    tokens: dict[str, int] = field(default_factory=dict)  # tokens read per kind; "context" first
+    seconds: dict[str, float] = field(default_factory=dict)  # "read", "read/<stage>", then answer stages
+    method_stats: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable method figures
+    costs: dict[str, Any] | None = None  # memexp.costs per-record figures, or {"error": ...}
+
+    @classmethod
+    def answered(cls, ex: Example, q: Question, prediction: str, score: float, context_tokens: int,
+                 read_seconds: float, memory: Memory, answer: Answer) -> Record:
+        """The record of `q` answered from `memory`, which read `ex`'s context in `read_seconds`."""
+        return cls(
+            example_id=ex.id, question_id=q.id, task=ex.task, length=ex.length, prediction=prediction,
+            references=q.references, score=score, metric=q.metric,
+            tokens={"context": context_tokens, **answer.tokens},
+            seconds={"read": read_seconds, **{f"read/{k}": v for k, v in memory.seconds.items()}, **answer.seconds},
+            method_stats={**memory.stats, **answer.stats},
+        )
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (str(self.example_id), str(self.question_id))
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if not (f.name == "costs" and self.costs is None)}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Record:
+        unknown = sorted(set(obj) - _RECORD_FIELDS)
+        if unknown:
+            raise ValueError(f"record {record_key(obj)}: unknown fields {', '.join(unknown)}")
+        return cls(**obj)
+
+
+_RECORD_FIELDS = frozenset(f.name for f in fields(Record))
 
 
 def config_hash(cfg_dict: dict) -> str:
@@ -44,8 +105,13 @@ class RunFolder:
         self.path.mkdir(parents=True, exist_ok=True)
         _atomic_write(self.path / "config.yaml", yaml.safe_dump(cfg_dict, sort_keys=False))
 
+    def records(self) -> list[Record]:
+        """Complete records already on disk, first of each key (see `load_records`)."""
+        return [Record.from_json(obj) for obj in self.load_records()]
+
     def load_records(self) -> list[dict]:
-        """Complete records already on disk; a partial trailing line is cut off the file."""
+        """JSON objects of the complete records already on disk, the first of each key; a partial
+        trailing line is cut off the file."""
         if not self.records_path.exists():
             return []
         raw = self.records_path.read_bytes()
@@ -70,8 +136,9 @@ class RunFolder:
                 os.fsync(f.fileno())
         return records
 
-    def append(self, record: dict) -> None:
-        line = (json.dumps(record, ensure_ascii=False, default=_jsonable) + "\n").encode()
+    def append(self, record: Record | Mapping[str, Any]) -> None:
+        obj = record.to_json() if isinstance(record, Record) else record
+        line = (json.dumps(obj, ensure_ascii=False, default=_jsonable) + "\n").encode()
         fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line)
@@ -90,22 +157,25 @@ class RunFolder:
         _atomic_write(self.path / name, text)
 
 
-def record_key(rec: dict) -> tuple[str, str]:
+def record_key(rec: Mapping[str, Any]) -> tuple[str, str]:
+    """A record's JSON object's (example id, question id), as `Record.key`."""
     return (str(rec["example_id"]), str(rec["question_id"]))
 
 
-def summarize(records: Iterable[dict]) -> dict[str, Any]:
-    """Mean score by task x length and overall, like the papers' tables (scores in [0, 100])."""
+def summarize(records: Iterable[Record | Mapping[str, Any]]) -> dict[str, Any]:
+    """Mean score by task x length and overall, like the papers' tables (scores in [0, 100]).
+    Records may come as their JSON objects (as records.jsonl holds them)."""
     cells: dict[tuple[str, str], list[float]] = defaultdict(list)
     by_task: dict[str, list[float]] = defaultdict(list)
     all_scores: list[float] = []
     flops = {"added": 0.0, "plain": 0.0}
     storage: list[float] = []
-    for r in records:
-        cells[(r["task"], str(r["length"]))].append(r["score"])
-        by_task[r["task"]].append(r["score"])
-        all_scores.append(r["score"])
-        costs = r.get("costs") or {}
+    typed = (r if isinstance(r, Record) else Record.from_json(r) for r in records)
+    for r in typed:
+        cells[(r.task, str(r.length))].append(r.score)
+        by_task[r.task].append(r.score)
+        all_scores.append(r.score)
+        costs = r.costs or {}
         if costs.get("added_flops") is not None and costs.get("plain_flops"):
             flops["added"] += costs["added_flops"]
             flops["plain"] += costs["plain_flops"]
@@ -178,8 +248,7 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def _jsonable(x: Any) -> Any:
-    if hasattr(x, "item"):
-        return x.item()
+    """Tensors and numpy values as numbers (tolist: a number for one element, lists for more)."""
     if hasattr(x, "tolist"):
         return x.tolist()
     return str(x)

@@ -11,6 +11,7 @@ import itertools
 import sys
 import time
 from dataclasses import asdict
+from typing import Iterator
 
 import torch
 from tqdm import tqdm
@@ -19,7 +20,7 @@ from memexp.backbones.base import chat_split
 from memexp.benchmarks import build_benchmark
 from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.config import RunConfig
-from memexp.records import RunFolder, format_table, record_key, run_folder, summarize
+from memexp.records import Record, RunFolder, format_table, run_folder, summarize
 from memexp.tracking import make_sink
 
 
@@ -35,12 +36,13 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
     cfg_dict = asdict(cfg)
     folder = RunFolder(run_folder(cfg))
     folder.prepare(cfg_dict)
-    done = folder.load_records()
-    done_keys = {record_key(r) for r in done}
+    done = folder.records()
+    done_keys = {r.key for r in done}
     print(f"[memexp] run folder: {folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
 
     backbone = load_backbone(cfg.backbone)
     method = build_method(cfg.method)
+    method.prepare(backbone)
     bench = build_benchmark(cfg.bench)
     examples = bench.examples(backbone.tokenizer)
     total = bench.num_examples()
@@ -72,7 +74,7 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
                 sink.log_record(rec)
             bar.update(1)
             if records:
-                bar.set_postfix(score=f"{sum(r['score'] for r in records) / len(records):.1f}")
+                bar.set_postfix(score=f"{sum(r.score for r in records) / len(records):.1f}")
         bar.close()
         summary = _summary(records, bench, seen)
         folder.write_summary(summary)
@@ -87,9 +89,8 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
 
 
 def _chat_applies(ex: Example, chat: bool) -> bool:
-    """Benchmarks opt a question out of the chat template with meta chat_template=False
-    (LongBench's trec, triviaqa, samsum); the context is shared, so the first question decides."""
-    return chat and bool(ex.questions) and ex.questions[0].meta.get("chat_template", True)
+    """`Question.chat_template`: the context is shared, so the first question decides."""
+    return chat and bool(ex.questions) and ex.questions[0].chat_template
 
 
 def answer_stop_ids(tok, q: Question) -> list[int] | None:
@@ -103,14 +104,13 @@ def answer_stop_ids(tok, q: Question) -> list[int] | None:
 
 
 def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: frozenset | set = frozenset(),
-                costs=None, chat: bool = False):
+                costs=None, chat: bool = False) -> Iterator[Record]:
     """Read the example's context once, answer each question not in `done_keys` from the
     retained memory, and yield one scored record per question."""
     tok = backbone.tokenizer
     stop_ids = set(tok.stop_ids)
     use_chat = _chat_applies(ex, chat)
-    system = ex.meta.get("system")
-    context = chat_split(backbone, ex.context, "", system)[0] if use_chat else ex.context
+    context = chat_split(backbone, ex.context, "", ex.system)[0] if use_chat else ex.context
     # a chat template carries its own begin-of-text token, as apply_chat_template does
     context_ids = tok.encode(context, add_bos=not use_chat)
     t0 = time.perf_counter()
@@ -119,7 +119,7 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
     for q in ex.questions:
         if (ex.id, q.id) in done_keys:
             continue
-        prompt = chat_split(backbone, ex.context, q.prompt, system)[1] if use_chat else q.prompt
+        prompt = chat_split(backbone, ex.context, q.prompt, ex.system)[1] if use_chat else q.prompt
         q_ids = tok.encode(prompt)
         stop = answer_stop_ids(tok, q)
         ans = method.answer(backbone, memory, q_ids, q, stop)
@@ -127,26 +127,13 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
         gen = ans.ids[:-1] if ans.ids and ans.ids[-1] in ended else ans.ids  # the id that ended it
         prediction = bench.postprocess(tok.decode(gen), q)
         score = float(bench.score(prediction, q))
-        tokens = {"context": len(context_ids), **ans.tokens}
-        rec = {
-            "example_id": ex.id,
-            "question_id": q.id,
-            "task": ex.task,
-            "length": ex.length,
-            "prediction": prediction,
-            "references": q.references,
-            "score": score,
-            "metric": q.metric,
-            "tokens": tokens,
-            "seconds": {"read": read_seconds, **{f"read/{k}": v for k, v in memory.seconds.items()}, **ans.seconds},
-            "method_stats": {**memory.stats, **ans.stats},
-        }
+        rec = Record.answered(ex, q, prediction, score, len(context_ids), read_seconds, memory, ans)
         if costs is not None:
-            rec["costs"] = costs(tokens, memory.stats)
+            rec.costs = costs(rec.tokens, memory.stats)
         yield rec
 
 
-def _summary(records: list[dict], bench: Benchmark, seen: dict) -> dict:
+def _summary(records: list[Record], bench: Benchmark, seen: dict) -> dict:
     """`seen`: examples and questions the benchmark yielded so far (all of them at the end)."""
     summary = summarize(records)
     summary["num_examples"] = seen["examples"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memexp.config import LoggerConfig
+from memexp.records import Record
 
 
 def has_wandb_credentials() -> bool:
@@ -34,7 +35,7 @@ def resolve_mode(cfg: LoggerConfig) -> str:
 
 
 class NullSink:
-    def log_record(self, record: dict) -> None:
+    def log_record(self, record: Record) -> None:
         pass
 
     def finish(self, summary: dict) -> None:
@@ -72,15 +73,14 @@ class WandbSink:
     def run_id(self) -> str | None:
         return None if self.run is None else self.run.id
 
-    def log_record(self, record: dict) -> None:
+    def log_record(self, record: Record) -> None:
         if self.run is None:
             return
-        row = dict(record)
-        row["context_tokens"] = (record.get("tokens") or {}).get("context")
-        row["references"] = " | ".join(map(str, record.get("references", [])))
-        self.rows.append([row.get(c) for c in self.COLUMNS])
+        row = {**record.to_json(), "context_tokens": record.tokens.get("context"),
+               "references": " | ".join(map(str, record.references))}
+        self.rows.append([row[c] for c in self.COLUMNS])
         try:
-            self.run.log({f"{self.bench}/score": record["score"]})
+            self.run.log({f"{self.bench}/score": record.score})
         except Exception:
             pass
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from memexp.backbones.base import Tokenizer
+from memexp.records import Record
 
 
 @dataclass
@@ -21,7 +22,11 @@ class Question:
     `prediction = postprocess(generated text)` is scored against `references` with `metric`.
     Decoding is greedy, up to `max_new_tokens`; it ends at the tokenizer's stop ids and at the
     last token of each string in `stop` (LongBench's pred.py adds "\n" that way), neither of
-    which may end it before `min_new_tokens` tokens.
+    which may end it before `min_new_tokens` tokens. `chat_template=False` keeps the question
+    (and its example's context) out of the backbone's chat template even with `backbone.chat`
+    (LongBench's pred.py does so for trec, triviaqa and samsum); the context is shared, so the
+    example's first question decides. `meta` is benchmark-private: only the benchmark's own
+    postprocess / score / aggregate read it; the runner and methods never do.
     """
 
     id: str
@@ -32,12 +37,16 @@ class Question:
     meta: dict[str, Any] = field(default_factory=dict)
     stop: list[str] = field(default_factory=list)
     min_new_tokens: int = 0
+    chat_template: bool = True
 
 
 @dataclass
 class Example:
     """A context and its questions. `length` is the benchmark's length bucket (RULER's
-    target length in tokens, LongBench's '0-4k'... bucket), the column of the summary table."""
+    target length in tokens, LongBench's '0-4k'... bucket), the column of the summary table.
+    `system` is the system prompt a chat template puts before the context (LongHealth's,
+    MemoryAgentBench's agent message); None for none. `meta` is benchmark-private, as
+    `Question.meta`."""
 
     id: str
     task: str
@@ -45,6 +54,7 @@ class Example:
     context: str
     questions: list[Question]
     meta: dict[str, Any] = field(default_factory=dict)
+    system: str | None = None
 
 
 class Benchmark(ABC):
@@ -69,7 +79,7 @@ class Benchmark(ABC):
         """Turn the generated text into the prediction that is scored."""
         return generated
 
-    def aggregate(self, records: list[dict]) -> dict[str, float]:
+    def aggregate(self, records: list[Record]) -> dict[str, float]:
         """Extra summary rows beyond the per task x length means (categories, overall
         macro averages); keys are metric names, values in [0, 100]."""
         return {}

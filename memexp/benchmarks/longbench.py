@@ -4,8 +4,8 @@ Each record is one example with one question. The official prompt is split right
 `{context}`: everything up to and including the document is the context read once, the
 rest (question and answer cue) is the question's prompt, so context + prompt is exactly
 `dataset2prompt[subset].format(**record)`. The recurrent base models of the NoteBank paper
-read the prompts without chat formatting; `chat_template` in a question's meta records
-pred.py's exceptions for chat backbones.
+read the prompts without chat formatting; `Question.chat_template` records pred.py's
+exceptions for chat backbones.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from memexp.benchmarks.longbench_tasks import CATEGORIES, TASKS, LongBenchTask
 from memexp.benchmarks.metrics import classification, qa_f1, rouge_l
 from memexp.benchmarks.truncation import longbench_ends, middle_truncate
 from memexp.config import LongBenchConfig
+from memexp.records import Record
 
 NAME = "longbench"
 FIELDS = {"_id": str, "input": str, "context": str, "answers": list, "length": int}
@@ -49,11 +50,11 @@ class LongBench(Benchmark):
         if self.cfg.max_length is not None:
             context = middle_truncate(tokenizer, context, len(tokenizer.encode(prompt)), self.cfg.max_length,
                                       longbench_ends(self.cfg.max_length))
-        meta = {"task": task.name, "chat_template": task.chat_template, "all_classes": record.get("all_classes")}
+        meta = {"task": task.name, "all_classes": record.get("all_classes")}
         question = Question(id="0", prompt=prompt, references=list(record["answers"]), metric=task.metric,
                             max_new_tokens=self.cfg.max_new_tokens or task.max_new_tokens, meta=meta,
                             stop=["\n"] if task.stop_at_newline else [],
-                            min_new_tokens=1 if task.stop_at_newline else 0)
+                            min_new_tokens=1 if task.stop_at_newline else 0, chat_template=task.chat_template)
         return Example(id=f"{task.name}/{record['_id']}", task=task.name, length=length_bucket(record["length"]),
                        context=context, questions=[question], meta={"words": record["length"]})
 
@@ -67,12 +68,12 @@ class LongBench(Benchmark):
             return classification(prediction, question.references, question.meta["all_classes"])
         return METRICS[question.metric](prediction, question.references)
 
-    def aggregate(self, records: list[dict]) -> dict[str, float]:
+    def aggregate(self, records: list[Record]) -> dict[str, float]:
         """Table 1 of the NoteBank paper: mean per subset, then unweighted means of the
         subsets within each category and over all subsets."""
         by_task: dict[str, list[float]] = defaultdict(list)
         for r in records:
-            by_task[r["task"]].append(r["score"])
+            by_task[r.task].append(r.score)
         means = {t: sum(s) / len(s) for t, s in by_task.items() if t in TASKS}
         out = {}
         for category in CATEGORIES:

@@ -18,6 +18,7 @@ from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.benchmarks.metrics import longbench_v2_choice
 from memexp.benchmarks.truncation import longbench_v2_ends, middle_truncate
 from memexp.config import LongBenchV2Config
+from memexp.records import Record
 
 NAME = "longbench_v2"
 
@@ -74,15 +75,15 @@ class LongBenchV2(Benchmark):
     def score(self, prediction: str, question: Question) -> float:
         return 100.0 * float(longbench_v2_choice(prediction) == question.references[0])
 
-    def aggregate(self, records: list[dict]) -> dict[str, float]:
+    def aggregate(self, records: list[Record]) -> dict[str, float]:
         """result.py: accuracy overall, by difficulty and by length."""
         groups: dict[str, list[float]] = defaultdict(list)
         for r in records:
-            groups["overall"].append(r["score"])
-            difficulty = self._difficulty.get(str(r["example_id"]))
+            groups["overall"].append(r.score)
+            difficulty = self._difficulty.get(str(r.example_id))
             if difficulty:
-                groups[difficulty].append(r["score"])
-            groups[str(r["length"])].append(r["score"])
+                groups[difficulty].append(r.score)
+            groups[str(r.length)].append(r.score)
         order = ("overall", "easy", "hard", "short", "medium", "long")
         return {k: round(sum(groups[k]) / len(groups[k]), 1) for k in order if groups.get(k)}
 

@@ -18,7 +18,7 @@ Reconstructed, because memexp reads one context for many questions:
   official script alternates ten such samples per question;
 - with `max_length`, letters are taken in context order until the budget is spent and the
   one that overflows is cut by tokens, as the official selection cuts its last letter.
-The system prompt goes to Example.meta["system"] for methods that apply a chat template.
+The system prompt goes to Example.system for methods that apply a chat template.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ class LongHealth(Benchmark):
             longest = max(len(tokenizer.encode(q.prompt)) for q in questions)
             documents = within_budget(documents, self.cfg.max_length - longest, tokenizer)
         return Example(id=eid, task=task, length="all", context=render_context(documents), questions=questions,
-                       meta={"system": SYSTEM_PROMPT, "documents": len(documents)})
+                       meta={"documents": len(documents)}, system=SYSTEM_PROMPT)
 
     def score(self, prediction: str, question: Question) -> float:
         return 100.0 * float(longhealth_choice(prediction) == question.references[0])

@@ -4,7 +4,7 @@ Per row (one context, many questions; main.py "inject once, query multiple times
 context is chunked, each chunk wrapped in the family's memorise template and appended to
 the agent's memory as "\\n" + wrapped chunk (agent.py); every question is then asked as
 memory + "\\n" + query. So the Example's context is the memory text and each prompt is
-"\\n" + query. The agent's system message goes to Example.meta["system"] for methods that
+"\\n" + query. The agent's system message goes to Example.system for methods that
 apply a chat template; the plain text the backbone reads has none.
 
 Scoring (utils/eval_other_utils.py, README metric table): substring exact match on the
@@ -31,6 +31,7 @@ from memexp.benchmarks.memoryagentbench_tasks import FAMILIES, SYSTEM_MESSAGE, T
 from memexp.benchmarks.metrics import mab_parse_output, substring_exact_match
 from memexp.benchmarks.truncation import keep_last
 from memexp.config import MemoryAgentBenchConfig
+from memexp.records import Record
 
 NAME = "memoryagentbench"
 MIN_CONTEXT_CHARS = 2000  # conversation_creator.py asserts every context is longer
@@ -66,7 +67,7 @@ class MemoryAgentBench(Benchmark):
             for i, (q, refs) in enumerate(qa_pairs(row.data))
         ]
         return Example(id=f"{task.source}/{row.index}", task=task.table, length=task.length, context=context,
-                       questions=questions[: self.cfg.max_questions], meta={"system": SYSTEM_MESSAGE})
+                       questions=questions[: self.cfg.max_questions], system=SYSTEM_MESSAGE)
 
     def chunks(self, record: dict, tokenizer: Tokenizer) -> list[str]:
         cfg = self.cfg
@@ -95,12 +96,12 @@ class MemoryAgentBench(Benchmark):
         return max(substring_exact_match(prediction, question.references),
                    substring_exact_match(parsed, question.references))
 
-    def aggregate(self, records: list[dict]) -> dict[str, float]:
+    def aggregate(self, records: list[Record]) -> dict[str, float]:
         """NoteBank paper Table 6: accuracy per configuration, averaged within each column
         and over all configurations."""
         configs: dict[tuple[str, str], list[float]] = defaultdict(list)
         for r in records:
-            configs[(r["task"], str(r["length"]))].append(r["score"])
+            configs[(r.task, str(r.length))].append(r.score)
         means = {key: sum(s) / len(s) for key, s in configs.items()}
         columns: dict[str, list[float]] = defaultdict(list)
         for (table, _), m in means.items():

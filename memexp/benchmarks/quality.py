@@ -23,6 +23,7 @@ from memexp.benchmarks import datasets as data
 from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.benchmarks.truncation import longbench_ends, middle_truncate
 from memexp.config import QualityConfig
+from memexp.records import Record
 
 NAME = "quality"
 LETTERS = "ABCD"
@@ -106,9 +107,9 @@ class Quality(Benchmark):
     def score(self, prediction: str, question: Question) -> float:
         return 100.0 * float(quality_choice(prediction) == question.references[0])
 
-    def aggregate(self, records: list[dict]) -> dict[str, float]:
-        overall = [r["score"] for r in records]
-        hard = [r["score"] for r in records if (str(r["example_id"]), str(r["question_id"])) in self._hard]
+    def aggregate(self, records: list[Record]) -> dict[str, float]:
+        overall = [r.score for r in records]
+        hard = [r.score for r in records if r.key in self._hard]
         out = {"accuracy": round(sum(overall) / len(overall), 2)} if overall else {}
         if hard:
             out["hard"] = round(sum(hard) / len(hard), 2)

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from memexp.backbones.base import Backbone, State
 from memexp.benchmarks.base import Question
 
+P = TypeVar("P")  # a method's private payload in Memory.extra
+
 
 @dataclass
-class Memory:
-    """What `Method.read` retains: the state after the context plus anything the method
-    archived. `answer` never mutates it (it works on clones)."""
+class Memory(Generic[P]):
+    """What `Method.read` retains: the state after the context plus the method's own payload
+    (`extra`: None for Plain, the context ids for JRT, the note archive for NoteBank).
+    `answer` never mutates it (it works on clones)."""
 
     state: State
     context_len: int
     seconds: dict[str, float] = field(default_factory=dict)  # per-stage wall time of read
     stats: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable method figures
-    extra: Any = None  # method-private payload (NoteBank's archive, JRT's context ids)
+    extra: P = field(kw_only=True)
 
 
 @dataclass
@@ -30,20 +33,26 @@ class Answer:
     tokens: dict[str, int] = field(default_factory=dict)  # tokens read per kind: question, replay, ...
 
 
-class Method(ABC):
-    """A memory method. `read` sees only the context; `answer` one question at a time."""
+class Method(ABC, Generic[P]):
+    """A memory method. `read` sees only the context; `answer` one question at a time; the
+    payload type `P` is what `read` keeps in `Memory.extra` for `answer`."""
 
     name: str
 
+    def prepare(self, backbone: Backbone) -> None:
+        """Called once with the loaded backbone, before any example is read: a method that
+        changes how the backbone computes installs its layers or adapters here (and may load
+        its own weights). Most methods read the backbone as it is and do nothing."""
+
     @abstractmethod
-    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory:
+    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[P]:
         """Read the context once (ids include BOS when the tokenizer has one)."""
 
     @abstractmethod
     def answer(
         self,
         backbone: Backbone,
-        memory: Memory,
+        memory: Memory[P],
         question_ids: list[int],
         question: Question,
         stop: list[int] | None = None,

@@ -12,11 +12,11 @@ from __future__ import annotations
 from memexp.backbones.base import Backbone, Stopwatch
 from memexp.benchmarks.base import Question
 from memexp.config import JRTConfig
-from memexp.methods.base import Answer, Memory
-from memexp.methods.plain import Plain
+from memexp.methods.base import Answer, Memory, Method
+from memexp.methods.plain import prefill
 
 
-class JRT(Plain):
+class JRT(Method[list[int]]):
     """Reads the context like Plain and keeps its ids for the second reading."""
 
     name = "jrt"
@@ -24,12 +24,11 @@ class JRT(Plain):
     def __init__(self, cfg: JRTConfig | None = None) -> None:
         self.cfg = cfg or JRTConfig()
 
-    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory:
-        memory = super().read(backbone, context_ids)
-        memory.extra = list(context_ids)
-        return memory
+    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[list[int]]:
+        state, seconds = prefill(backbone, context_ids)
+        return Memory(state=state, context_len=len(context_ids), seconds=seconds, extra=list(context_ids))
 
-    def answer(self, backbone: Backbone, memory: Memory, question_ids: list[int], question: Question,
+    def answer(self, backbone: Backbone, memory: Memory[list[int]], question_ids: list[int], question: Question,
                stop: list[int] | None = None) -> Answer:
         watch = Stopwatch()
         question_ids = list(question_ids)

@@ -2,27 +2,33 @@
 
 from __future__ import annotations
 
-from memexp.backbones.base import Backbone, Stopwatch
+from memexp.backbones.base import Backbone, State, Stopwatch
 from memexp.benchmarks.base import Question
 from memexp.config import PlainConfig
 from memexp.methods.base import Answer, Memory, Method
 
 
-class Plain(Method):
+def prefill(backbone: Backbone, context_ids: list[int]) -> tuple[State, dict[str, float]]:
+    """The state after reading `context_ids` from a fresh one, and the seconds of stage "prefill"."""
+    watch = Stopwatch()
+    state = backbone.init_state()
+    with watch.stage("prefill"):
+        if context_ids:
+            backbone.forward(state, context_ids)
+    return state, watch.seconds
+
+
+class Plain(Method[None]):
     name = "plain"
 
     def __init__(self, cfg: PlainConfig | None = None) -> None:
         self.cfg = cfg or PlainConfig()
 
-    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory:
-        watch = Stopwatch()
-        state = backbone.init_state()
-        with watch.stage("prefill"):
-            if context_ids:
-                backbone.forward(state, context_ids)
-        return Memory(state=state, context_len=len(context_ids), seconds=watch.seconds)
+    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[None]:
+        state, seconds = prefill(backbone, context_ids)
+        return Memory(state=state, context_len=len(context_ids), seconds=seconds, extra=None)
 
-    def answer(self, backbone: Backbone, memory: Memory, question_ids: list[int], question: Question,
+    def answer(self, backbone: Backbone, memory: Memory[None], question_ids: list[int], question: Question,
                stop: list[int] | None = None) -> Answer:
         watch = Stopwatch()
         state = memory.state.clone()

@@ -22,5 +22,6 @@ def plain_accuracy(backbone: Backbone, task: str, length: int, num_samples: int,
                                   cache_dir=cache_dir))
         examples = bench.task_examples(task, length, backbone.tokenizer)
     method = Plain()
-    scores = [rec["score"] for ex in examples for rec in run_example(ex, backbone, method, bench)]
+    method.prepare(backbone)
+    scores = [rec.score for ex in examples for rec in run_example(ex, backbone, method, bench)]
     return sum(scores) / max(len(scores), 1)

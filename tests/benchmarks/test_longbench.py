@@ -12,6 +12,7 @@ from memexp.benchmarks.longbench import LongBench, length_bucket, render
 from memexp.benchmarks.longbench_tasks import TASKS
 from memexp.benchmarks.truncation import longbench_ends, middle_truncate
 from memexp.config import LONGBENCH_TASKS, LongBenchConfig
+from memexp.records import Record
 
 TOK = ByteTokenizer()
 
@@ -109,7 +110,7 @@ def test_loader_reads_the_official_schema(tmp_path):
     trec = next(e for e in examples if e.task == "trec").questions[0]
     assert trec.metric == "classification" and trec.meta["all_classes"] == ["Location", "Number", "Human being"]
     samsum = next(e for e in examples if e.task == "samsum").questions[0]
-    assert (samsum.stop, samsum.min_new_tokens, samsum.meta["chat_template"]) == (["\n"], 1, False)
+    assert (samsum.stop, samsum.min_new_tokens, samsum.chat_template) == (["\n"], 1, False)
     assert (q.stop, q.min_new_tokens) == ([], 0)
 
 
@@ -180,7 +181,8 @@ def test_score_uses_each_subsets_metric():
 
 def test_aggregate_is_table_1():
     scores = {"narrativeqa": [10, 30], "qasper": [0], "hotpotqa": [50], "gov_report": [12], "trec": [100, 0]}
-    records = [{"task": t, "score": s} for t, ss in scores.items() for s in ss]
+    records = [Record(example_id=f"{t}/{i}", question_id="0", task=t, length="0-4k", score=s)
+               for t, ss in scores.items() for i, s in enumerate(ss)]
     assert LongBench().aggregate(records) == {
         "single_doc_qa": 10.0,  # mean(20, 0)
         "multi_doc_qa": 50.0,

@@ -8,6 +8,7 @@ from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.benchmarks.base import Question
 from memexp.benchmarks.longbench_v2 import LongBenchV2, render
 from memexp.config import ConfigError, LongBenchV2Config
+from memexp.records import Record
 
 TOK = ByteTokenizer()
 
@@ -98,7 +99,7 @@ def test_aggregate_has_result_py_columns(tmp_path):
     b = bench(path, domains=[], sub_domains=[])
     examples = list(b.examples(TOK))
     scores = [100.0, 0.0, 100.0]
-    recs = [{"example_id": e.id, "question_id": "0", "task": e.task, "length": e.length, "score": s}
+    recs = [Record(example_id=e.id, question_id="0", task=e.task, length=e.length, score=s)
             for e, s in zip(examples, scores)]
     assert b.aggregate(recs) == {"overall": 66.7, "easy": 100.0, "hard": 50.0, "short": 50.0, "long": 100.0}
 

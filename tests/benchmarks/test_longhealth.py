@@ -63,7 +63,7 @@ def test_task1_reads_each_patient_once_for_all_questions(tmp_path):
     ex = examples[1]
     assert all(ex.context.count(f"Letter {t} of p2.") == 1 for t in range(4))
     assert [q.references for q in ex.questions] == [["C"], ["C"], ["C"]]
-    assert ex.questions[0].max_new_tokens == 50 and ex.meta["system"].startswith("\nYou are a highly skilled")
+    assert ex.questions[0].max_new_tokens == 50 and ex.system.startswith("\nYou are a highly skilled")
     again = list(bench(path).examples(TOK))[1]
     other_seed = [list(bench(path, seed=s).examples(TOK))[1].context for s in range(1, 6)]
     assert again.context == ex.context  # the document order is a function of the seed

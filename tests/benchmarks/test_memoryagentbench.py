@@ -13,6 +13,7 @@ from memexp.benchmarks.memoryagentbench import CHUNKS_FIELD, MemoryAgentBench, q
 from memexp.benchmarks.memoryagentbench_chunks import approximate_chunks, pack_sentences
 from memexp.benchmarks.memoryagentbench_tasks import TASKS
 from memexp.config import MEMORYAGENTBENCH_TASKS, MemoryAgentBenchConfig
+from memexp.records import Record
 
 TOK = ByteTokenizer()
 LONG = " ".join(f"Fact {i} is that item {i} has value {i * 7}." for i in range(80))  # > 2000 characters
@@ -70,7 +71,7 @@ def test_context_and_prompt_are_what_the_long_context_agent_sends(tmp_path):
                         "not output any other words. \n\nQuestion: Who? \n\n Answer:")
     assert (q.references, q.max_new_tokens, ex.task, ex.length) == (["Ann"], 50, "ruler_qa", "197k")
     assert ex.questions[1].references == ["a cat", "cat"]
-    assert ex.meta["system"].startswith("You are a helpful assistant that can read the context")
+    assert ex.system.startswith("You are a helpful assistant that can read the context")
 
 
 def test_factconsolidation_and_eventqa_templates(tmp_path):
@@ -173,7 +174,8 @@ def test_scores_raw_or_parsed_output_per_family():
 def test_aggregate_is_table_6():
     cells = {("factconsolidation_single_hop", "6k"): [100, 0], ("factconsolidation_single_hop", "32k"): [0],
              ("eventqa", "64k"): [100], ("ruler_qa", "197k"): [0, 0, 100, 100]}
-    records = [{"task": t, "length": n, "score": s} for (t, n), ss in cells.items() for s in ss]
+    records = [Record(example_id=f"{t}/{n}", question_id=str(i), task=t, length=n, score=s)
+               for (t, n), ss in cells.items() for i, s in enumerate(ss)]
     assert MemoryAgentBench().aggregate(records) == {
         "eventqa": 100.0, "factconsolidation_single_hop": 25.0, "ruler_qa": 50.0,
         "overall": 50.0,  # mean over configurations: (50 + 0 + 100 + 50) / 4

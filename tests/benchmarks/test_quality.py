@@ -9,6 +9,7 @@ from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.benchmarks.base import Question
 from memexp.benchmarks.quality import Quality, file_name, quality_choice
 from memexp.config import QualityConfig
+from memexp.records import Record
 
 TOK = ByteTokenizer()
 
@@ -67,9 +68,9 @@ def test_score_and_hard_subset(tmp_path):
     b = Quality(QualityConfig(data_path=str(tmp_path)))
     ex = next(b.examples(TOK))
     predictions = ["(B)", "D", "B"]
-    records = [{"example_id": ex.id, "question_id": q.id, "task": ex.task, "length": ex.length,
-                "score": b.score(p, q)} for q, p in zip(ex.questions, predictions)]
-    assert [r["score"] for r in records] == [100.0, 100.0, 0.0]
+    records = [Record(example_id=ex.id, question_id=q.id, task=ex.task, length=ex.length, score=b.score(p, q))
+               for q, p in zip(ex.questions, predictions)]
+    assert [r.score for r in records] == [100.0, 100.0, 0.0]
     assert b.aggregate(records) == {"accuracy": 66.67, "hard": 50.0}
 
 

@@ -48,5 +48,5 @@ def test_newline_stop_ends_the_answer_and_is_not_scored():
     first, second = run_example(ex, backbone, method, OneDialogue())
     assert method.stops == [answer_stop_ids(tok, samsum), None]
     # min_new_tokens=1 lets the leading newline through; the next one ends the answer
-    assert first["prediction"] == "\nTom met Ann." and first["tokens"]["generated"] == len("\nTom met Ann.\n")
-    assert second["prediction"] == "\nTom met Ann.\nThen they left."
+    assert first.prediction == "\nTom met Ann." and first.tokens["generated"] == len("\nTom met Ann.\n")
+    assert second.prediction == "\nTom met Ann.\nThen they left."

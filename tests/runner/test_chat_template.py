@@ -33,9 +33,9 @@ class TwoExamples(Benchmark):
 
     def examples(self, tokenizer):
         q = [Question(id=str(j), prompt=f" Q{j}?", references=["x"], metric="m", max_new_tokens=2) for j in range(2)]
-        yield Example(id="chat", task="t", length=1, context="Doc.", questions=q, meta={"system": "Be brief."})
+        yield Example(id="chat", task="t", length=1, context="Doc.", questions=q, system="Be brief.")
         raw = [Question(id="0", prompt=" Q?", references=["x"], metric="m", max_new_tokens=2,
-                        meta={"chat_template": False})]
+                        chat_template=False)]
         yield Example(id="raw", task="t", length=1, context="Doc.", questions=raw)
 
     def score(self, prediction, question):

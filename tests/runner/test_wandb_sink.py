@@ -3,6 +3,7 @@
 import os
 
 from memexp.config import LoggerConfig
+from memexp.records import Record
 from memexp.tracking import NullSink, WandbSink, make_sink, resolve_mode
 
 
@@ -26,8 +27,8 @@ def test_offline_run_writes_summary_metrics(monkeypatch, tmp_path):
     config = {"bench": {"name": "ruler"}, "method": {"name": "plain"}}
     sink = WandbSink(LoggerConfig(name="wandb"), tmp_path, config, "run", ["method:plain"], "sweep-1", None)
     assert sink.run is not None
-    sink.log_record({"example_id": "a", "question_id": "0", "task": "niah_single_1", "length": 256, "score": 100.0,
-                     "prediction": "1234567", "references": ["1234567"], "tokens": {"context": 200}})
+    sink.log_record(Record(example_id="a", question_id="0", task="niah_single_1", length=256, score=100.0,
+                           prediction="1234567", references=["1234567"], tokens={"context": 200}))
     summary = {"scores": {"niah_single_1": {"256": 100.0}}, "overall": 100.0}
     assert sink.run.group == "sweep-1"
     sink.finish(summary)
@@ -44,6 +45,6 @@ def test_a_broken_wandb_does_not_raise(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(wandb, "init", boom)
     sink = WandbSink(LoggerConfig(name="wandb", mode="online"), tmp_path, {"bench": {"name": "ruler"}}, "r", [], None,
                      None)
-    sink.log_record({"score": 1.0})
+    sink.log_record(Record(example_id="a", question_id="0", task="t", length=1, score=1.0))
     sink.finish({"scores": {}})
     assert "continuing with local records only" in capsys.readouterr().err

@@ -26,7 +26,7 @@ from memexp.methods.notebank.sentences import sentence_end_table
 from memexp.methods.notebank.writer import read_and_write
 
 
-class NoteBank(Method):
+class NoteBank(Method[Archive]):
     name = "notebank"
 
     def __init__(self, cfg: NoteBankConfig | None = None) -> None:
@@ -43,7 +43,7 @@ class NoteBank(Method):
             self._addressing[backbone] = (layout, compactor)
         return self._addressing[backbone]
 
-    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory:
+    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[Archive]:
         watch = Stopwatch()
         layout, compactor = self.addressing(backbone)
         state = backbone.init_state()
@@ -59,10 +59,10 @@ class NoteBank(Method):
         }
         return Memory(state=state, context_len=len(context_ids), seconds=watch.seconds, stats=stats, extra=archive)
 
-    def answer(self, backbone: Backbone, memory: Memory, question_ids: list[int], question: Question,
+    def answer(self, backbone: Backbone, memory: Memory[Archive], question_ids: list[int], question: Question,
                stop: list[int] | None = None) -> Answer:
         watch = Stopwatch()
-        archive: Archive = memory.extra
+        archive = memory.extra
         question_ids = [int(i) for i in question_ids]
         probed = bool(len(archive) and question_ids and self.router.needs_probe)
         selection = Selection([], None)
@@ -98,7 +98,7 @@ class NoteBank(Method):
                   "generated": len(ids)}
         return Answer(ids=ids, seconds=watch.seconds, stats=stats, tokens=tokens)
 
-    def _probe(self, backbone: Backbone, memory: Memory, question_ids: list[int]):
+    def _probe(self, backbone: Backbone, memory: Memory[Archive], question_ids: list[int]):
         """The question's compacted native queries, read from a copy of the state that is then dropped."""
         layout, compactor = self.addressing(backbone)
         observer = QuestionQueries(layout, compactor, len(question_ids), backbone.device)
