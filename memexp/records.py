@@ -17,13 +17,9 @@ import os
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import yaml
-
-if TYPE_CHECKING:  # annotations only: benchmarks.base imports Record, so no import back at run time
-    from memexp.benchmarks.base import Example, Question
-    from memexp.methods.base import Answer, Memory
 
 # Fields that change how a run is watched or scheduled, not what it computes.
 _NOT_IN_HASH = ("logger", "progress", "threads", "output_dir", "max_examples", "kernels")
@@ -51,18 +47,6 @@ class Record:
     seconds: dict[str, float] = field(default_factory=dict)  # "read", "read/<stage>", then answer stages
     method_stats: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable method figures
     costs: dict[str, Any] | None = None  # memexp.costs per-record figures, or {"error": ...}
-
-    @classmethod
-    def answered(cls, ex: Example, q: Question, prediction: str, score: float, context_tokens: int,
-                 read_seconds: float, memory: Memory, answer: Answer) -> Record:
-        """The record of `q` answered from `memory`, which read `ex`'s context in `read_seconds`."""
-        return cls(
-            example_id=ex.id, question_id=q.id, task=ex.task, length=ex.length, prediction=prediction,
-            references=q.references, score=score, metric=q.metric,
-            tokens={"context": context_tokens, **answer.tokens},
-            seconds={"read": read_seconds, **{f"read/{k}": v for k, v in memory.seconds.items()}, **answer.seconds},
-            method_stats={**memory.stats, **answer.stats},
-        )
 
     @property
     def key(self) -> tuple[str, str]:

@@ -20,6 +20,7 @@ from memexp.backbones.base import chat_split
 from memexp.benchmarks import build_benchmark
 from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.config import RunConfig
+from memexp.methods.base import Answer, Memory
 from memexp.records import Record, RunFolder, format_table, run_folder, summarize
 from memexp.tracking import make_sink
 
@@ -127,10 +128,22 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
         gen = ans.ids[:-1] if ans.ids and ans.ids[-1] in ended else ans.ids  # the id that ended it
         prediction = bench.postprocess(tok.decode(gen), q)
         score = float(bench.score(prediction, q))
-        rec = Record.answered(ex, q, prediction, score, len(context_ids), read_seconds, memory, ans)
+        rec = answer_record(ex, q, prediction, score, len(context_ids), read_seconds, memory, ans)
         if costs is not None:
             rec.costs = costs(rec.tokens, memory.stats)
         yield rec
+
+
+def answer_record(ex: Example, q: Question, prediction: str, score: float, context_tokens: int,
+                  read_seconds: float, memory: Memory, answer: Answer) -> Record:
+    """The record of `q` answered from `memory`, which read `ex`'s context in `read_seconds`
+    (built here, not in records.py, so that records depend on no benchmark or method type)."""
+    return Record(
+        example_id=ex.id, question_id=q.id, task=ex.task, length=ex.length, prediction=prediction,
+        references=q.references, score=score, metric=q.metric, tokens={"context": context_tokens, **answer.tokens},
+        seconds={"read": read_seconds, **{f"read/{k}": v for k, v in memory.seconds.items()}, **answer.seconds},
+        method_stats={**memory.stats, **answer.stats},
+    )
 
 
 def _summary(records: list[Record], bench: Benchmark, seen: dict) -> dict:

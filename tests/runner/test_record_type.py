@@ -49,14 +49,14 @@ def test_an_unknown_field_is_named():
                           "colour": "red"})
 
 
-def test_answered_merges_read_and_answer_figures_as_the_runner_always_has():
+def test_answer_record_merges_read_and_answer_figures_as_the_runner_always_has():
     q = Question(id="q1", prompt=" Q?", references=["7"], metric="string_match_all", max_new_tokens=4)
     ex = Example(id="ex", task="niah", length=512, context="C.", questions=[q])
     memory = Memory(state=None, context_len=9, seconds={"prefill_write": 0.5}, stats={"notes": 3, "shared": "read"},
                     extra=None)
     answer = Answer(ids=[1, 2], seconds={"route": 0.25, "generate": 1.0}, stats={"router": "native", "shared": "ans"},
                     tokens={"question": 4, "generated": 2})
-    rec = Record.answered(ex, q, "7", 100.0, 9, 0.75, memory, answer)
+    rec = runner.answer_record(ex, q, "7", 100.0, 9, 0.75, memory, answer)
     assert rec.to_json() == {
         "example_id": "ex", "question_id": "q1", "task": "niah", "length": 512, "prediction": "7",
         "references": ["7"], "score": 100.0, "metric": "string_match_all",
