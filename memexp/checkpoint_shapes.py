@@ -82,7 +82,8 @@ def accounting_dtype_bytes(cfg: BackboneConfig) -> int:
 
 
 def arch_shapes(arch: str, conf: Any, source: str, dtype_bytes: int, window: int | None) -> BackboneShapes:
-    """The shapes of an `arch` config object, from that architecture's registered costs module."""
+    """The shapes of an `arch` config object, from the function its registry entry names as
+    `costs`: `(config object, dtype_bytes=..., window=...) -> BackboneShapes`."""
     entry = ARCHS.get(arch)
     target = entry.meta.get("costs")
     if target is None:

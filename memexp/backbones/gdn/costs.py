@@ -38,7 +38,7 @@ def state_bytes(c: GDNConfig, dtype_bytes: int, conv_columns: int) -> dict[str, 
 
 def cost_shapes(c: GDNConfig, dtype_bytes: int, window: int | None = None) -> BackboneShapes:
     """Conv windows counted at the full kernel width (FLA's cache; App. C.7's c_conv); every
-    key head of every layer is a NoteBank channel."""
+    key head of every layer is a NoteBank channel. No attention: `window` plays no part."""
     body, head = projection_flops(GDNForCausalLM, c)
     s = state_bytes(c, dtype_bytes, c.conv_size)
     return BackboneShapes(

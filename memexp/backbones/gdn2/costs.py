@@ -34,7 +34,8 @@ def state_bytes(c: GDN2Config, dtype_bytes: int, conv_columns: int) -> dict[str,
 
 def cost_shapes(c: GDN2Config, dtype_bytes: int, window: int | None = None) -> BackboneShapes:
     """Conv windows at the full kernel width (App. C.7's c_conv); every key head of every layer
-    is a NoteBank channel (18 x 16 = 288 for the paper's checkpoint, App. C.1)."""
+    is a NoteBank channel (18 x 16 = 288 for the paper's checkpoint, App. C.1). No attention:
+    `window` plays no part."""
     body, head = projection_flops(GDN2ForCausalLM, c)
     s = state_bytes(c, dtype_bytes, c.conv_size)
     return BackboneShapes(

@@ -33,7 +33,7 @@ def state_bytes(c: Mamba2Config, dtype_bytes: int, conv_columns: int, ssm_bytes:
 
 def cost_shapes(c: Mamba2Config, dtype_bytes: int, window: int | None = None) -> BackboneShapes:
     """Conv windows at the full kernel width (mamba_ssm's cache); each B/C group of each layer
-    is a NoteBank channel of width d_state."""
+    is a NoteBank channel of width d_state. No attention: `window` plays no part."""
     body, head = projection_flops(Mamba2ForCausalLM, c)
     s = state_bytes(c, dtype_bytes, c.conv_kernel)
     return BackboneShapes(
