@@ -1,10 +1,10 @@
-"""Analytical FLOPs and persistent storage (NoteBank paper, Section 5, App. C.6-C.7).
+"""Analytical FLOPs and persistent storage (NoteBank paper, Section 5, App. C.5-C.7).
 
-Multiply-adds count as two FLOPs. The shape functions take a checkpoint's config.json fields
-(FLA GatedDeltaNet, mamba_ssm Mamba-2, HF Llama, HF Qwen3.5) and need no weights:
+Multiply-adds count as two FLOPs. A backbone enters only through its `BackboneShapes`
+(memexp.checkpoint_shapes; each architecture's costs module computes them):
 
-    f_phi   backbone FLOPs per token without the LM head: 2 d_in d_out per projection and MLP
-            matrix, plus the short conv and the recurrence (Eq. 11) for recurrent layers;
+    f_phi   backbone FLOPs per token without the LM head (2 d_in d_out per projection and MLP
+            matrix, plus conv and recurrence terms, Eq. 11);
     h_phi   LM-head FLOPs per prediction, 2 D V;
     f_key   attention FLOPs per (query, key) pair, summed over attention layers (4 H d_head).
 
@@ -19,9 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
-from memexp.config import NoteBankConfig, RunConfig
+from memexp.checkpoint_shapes import BackboneShapes, shapes_for
+from memexp.config import MethodConfig, NoteBankConfig, RunConfig
 
 MIB = 2**20
 GIB = 2**30
@@ -36,319 +35,6 @@ GIB = 2**30
 PAPER_QUESTION_TOKENS = 42
 PAPER_OUTPUT_TOKENS = 128
 PAPER_REPLAY_TOKENS = 107
-
-
-def _element_bytes(dtype: torch.dtype | str | int) -> int:
-    """Bytes per element of a torch dtype, its name, or an int already in bytes."""
-    if isinstance(dtype, int):
-        return dtype
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
-    return torch.empty((), dtype=dtype).element_size()
-
-
-def fla_mlp_width(hidden: int, ratio: float | None) -> int:
-    """FLA GatedMLP: 2/3 * hidden * hidden_ratio rounded up to a multiple of 256."""
-    width = int(hidden * (ratio or 4) * 2 / 3)
-    return 256 * ((width + 255) // 256)
-
-
-def _recurrence_flops(heads: int, d_k: int, d_v: int) -> int:
-    """Eq. 11: state decay, key and query readouts, the rank-one update (7 d_k d_v) and
-    vector scaling (d_k + 2 d_v), per token and head."""
-    return heads * (7 * d_k * d_v + d_k + 2 * d_v)
-
-
-# GatedDeltaNet (FLA field names and defaults)
-
-
-@dataclass(frozen=True)
-class _GDN:
-    hidden: int
-    layers: int
-    heads: int
-    v_heads: int
-    d_k: int
-    d_v: int
-    mlp: int
-    conv: int  # short-conv width; 0 without short conv
-    gate: bool
-    vocab: int
-
-    @classmethod
-    def of(cls, config: dict) -> "_GDN":
-        """Shapes of an FLA config.json, parsed by the GDN backbone's own config (defaults,
-        value heads, FLA's MLP width rule) so costs and model never disagree."""
-        from memexp.backbones.gdn.model import GDNConfig
-
-        c = GDNConfig.from_dict(config)
-        return cls(hidden=c.hidden_size, layers=c.num_hidden_layers, heads=c.num_heads, v_heads=c.v_heads,
-                   d_k=c.head_dim, d_v=c.head_v_dim, mlp=c.mlp_dim, conv=c.conv_size if c.use_short_conv else 0,
-                   gate=c.use_gate, vocab=c.vocab_size)
-
-    @property
-    def key_dim(self) -> int:
-        return self.heads * self.d_k
-
-    @property
-    def value_dim(self) -> int:
-        return self.v_heads * self.d_v
-
-
-def _gdn_layer_flops(hidden: int, key_dim: int, value_dim: int, v_heads: int, d_k: int, d_v: int, conv: int,
-                     gate: bool) -> int:
-    """One GDN mixer per token: q, k, v, a, b, (g) and o projections, short conv, recurrence."""
-    outputs = 2 * key_dim + value_dim + 2 * v_heads + (value_dim if gate else 0)
-    proj = 2 * hidden * outputs + 2 * value_dim * hidden
-    return proj + 2 * conv * (2 * key_dim + value_dim) + _recurrence_flops(v_heads, d_k, d_v)
-
-
-def gdn_flops_per_token(config: dict) -> dict[str, float]:
-    """FLOPs per token of an FLA GatedDeltaNet checkpoint (App. C.6).
-
-    Returns {'backbone': f_phi, 'lm_head': h_phi}. Per layer: 2 d_in d_out for q, k, v, a, b,
-    g, o and the three MLP matrices; short conv 2 c_conv (2 key_dim + value_dim); recurrence
-    per value head (Eq. 11). Norms, activations and the embedding lookup are not counted.
-    """
-    g = _GDN.of(config)
-    mixer = _gdn_layer_flops(g.hidden, g.key_dim, g.value_dim, g.v_heads, g.d_k, g.d_v, g.conv, g.gate)
-    per_layer = mixer + 6 * g.hidden * g.mlp
-    return {"backbone": float(g.layers * per_layer), "lm_head": float(2 * g.hidden * g.vocab)}
-
-
-def gdn_state_bytes(config: dict, dtype_bytes: int | torch.dtype | str = 2, conv_columns: int | None = None
-                    ) -> dict[str, int]:
-    """Persistent state of an FLA GatedDeltaNet per sequence: {'recurrent', 'conv', 'kv'}.
-
-    Recurrent states are fp32 [HV, d_k, d_v] per layer; q/k/v conv windows hold
-    `conv_columns` inputs of 2 key_dim + value_dim channels in `dtype_bytes`. memexp's own
-    state keeps conv_size - 1 inputs (the default); FLA's cache and App. C.7 (c_conv = 4) count
-    conv_size.
-    """
-    g = _GDN.of(config)
-    columns = max(g.conv - 1, 0) if conv_columns is None else (conv_columns if g.conv else 0)
-    recurrent = g.layers * g.v_heads * g.d_k * g.d_v * 4
-    conv = g.layers * (2 * g.key_dim + g.value_dim) * columns * _element_bytes(dtype_bytes)
-    return {"recurrent": recurrent, "conv": conv, "kv": 0}
-
-
-# Mamba-2 (mamba_ssm's or transformers' config.json, parsed by the backbone's config)
-
-
-@dataclass(frozen=True)
-class _Mamba2:
-    hidden: int
-    layers: int
-    d_state: int
-    headdim: int
-    d_inner: int
-    groups: int
-    d_conv: int
-    vocab: int  # padded to pad_vocab_size_multiple, the LM head's real width
-
-    @classmethod
-    def of(cls, config: dict) -> "_Mamba2":
-        """Shapes parsed by the Mamba-2 backbone's own config (both checkpoint formats, the
-        vocabulary padding, the 1.3B model's defaults); configs it cannot run (MLP or
-        attention layers) are refused there."""
-        from memexp.backbones.mamba2.model import Mamba2Config
-
-        c = Mamba2Config.from_dict(config)
-        return cls(hidden=c.hidden_size, layers=c.num_hidden_layers, d_state=c.state_size, headdim=c.head_dim,
-                   d_inner=c.d_inner, groups=c.n_groups, d_conv=c.conv_kernel, vocab=c.vocab_size)
-
-    @property
-    def heads(self) -> int:
-        return self.d_inner // self.headdim
-
-    @property
-    def conv_dim(self) -> int:
-        return self.d_inner + 2 * self.groups * self.d_state
-
-
-def mamba2_flops_per_token(config: dict) -> dict[str, float]:
-    """FLOPs per token of a mamba_ssm Mamba-2 checkpoint, the equivalents of Eq. 11.
-
-    Per layer: in_proj D -> 2 d_inner + 2 G N + heads and out_proj d_inner -> D; depthwise conv
-    2 d_conv (d_inner + 2 G N); per head and token the SSD recurrence on a [P, N] state: decay
-    P N, update dt x B^T 2 P N, readout C 2 P N, plus dt x and the D skip 3 P.
-    """
-    m = _Mamba2.of(config)
-    in_proj = 2 * m.hidden * (2 * m.d_inner + 2 * m.groups * m.d_state + m.heads)
-    out_proj = 2 * m.d_inner * m.hidden
-    conv = 2 * m.d_conv * m.conv_dim
-    recurrence = m.heads * (5 * m.headdim * m.d_state + 3 * m.headdim)
-    per_layer = in_proj + out_proj + conv + recurrence
-    return {"backbone": float(m.layers * per_layer), "lm_head": float(2 * m.hidden * m.vocab)}
-
-
-def mamba2_state_bytes(config: dict, dtype_bytes: int | torch.dtype | str = 2, conv_columns: int | None = None,
-                       state_bytes: int = 4) -> dict[str, int]:
-    """Persistent state of Mamba-2 per sequence: SSM states [heads, P, N] in `state_bytes`
-    (fp32 as in App. C.7; mamba_ssm itself allocates them in the weight dtype) and conv
-    windows of `conv_columns` inputs over conv_dim channels in `dtype_bytes` (default
-    d_conv - 1, what memexp keeps; mamba_ssm's cache holds d_conv)."""
-    m = _Mamba2.of(config)
-    columns = m.d_conv - 1 if conv_columns is None else conv_columns
-    return {"recurrent": m.layers * m.heads * m.headdim * m.d_state * state_bytes,
-            "conv": m.layers * m.conv_dim * columns * _element_bytes(dtype_bytes), "kv": 0}
-
-
-# Attention (Llama's or FLA Transformer's config.json, parsed by the backbone's config)
-
-
-@dataclass(frozen=True)
-class _Attention:
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    mlp: int
-    vocab: int
-
-    @classmethod
-    def of(cls, config: dict) -> "_Attention":
-        from memexp.backbones.attention.model import AttentionConfig
-
-        c = AttentionConfig.from_dict(config)
-        return cls(hidden=c.hidden_size, layers=c.num_hidden_layers, heads=c.num_attention_heads,
-                   kv_heads=c.kv_heads, head_dim=c.dim_per_head, mlp=c.intermediate_size, vocab=c.vocab_size)
-
-
-def attention_flops_per_token(config: dict) -> dict[str, float]:
-    """FLOPs of a Llama-style Transformer: {'backbone', 'lm_head', 'attention_per_key'}.
-
-    'backbone' counts q, k, v, o and the gated MLP per token; attention itself depends on how
-    many keys a token sees, so it is 'attention_per_key' = 4 H d_head per layer (scores and
-    weighted values) for each (query, key) pair.
-    """
-    a = _Attention.of(config)
-    q, kv = a.heads * a.head_dim, a.kv_heads * a.head_dim
-    per_layer = 2 * a.hidden * (q + 2 * kv) + 2 * q * a.hidden + 6 * a.hidden * a.mlp
-    return {"backbone": float(a.layers * per_layer), "lm_head": float(2 * a.hidden * a.vocab),
-            "attention_per_key": float(a.layers * 4 * a.heads * a.head_dim)}
-
-
-def attention_state_bytes(config: dict, length: int, dtype_bytes: int | torch.dtype | str = 2,
-                          window: int | None = None) -> dict[str, int]:
-    """The KV cache after `length` tokens (capped at `window`), grouped-query heads as stored."""
-    a = _Attention.of(config)
-    kept = length if window is None else min(length, window)
-    return {"recurrent": 0, "conv": 0, "kv": 2 * a.layers * a.kv_heads * a.head_dim * kept * _element_bytes(dtype_bytes)}
-
-
-# Qwen3.5 hybrid (its config.json, `text_config` when nested, parsed by the backbone's config)
-
-
-@dataclass(frozen=True)
-class _Qwen35:
-    hidden: int
-    gdn_layers: int
-    attn_layers: int
-    k_heads: int
-    v_heads: int
-    d_k: int
-    d_v: int
-    conv: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    mlp: int
-    vocab: int
-
-    @classmethod
-    def of(cls, config: dict) -> "_Qwen35":
-        from memexp.backbones.hybrid.model import HybridConfig
-
-        c = HybridConfig.from_dict(config)
-        attn = sum(t == "full_attention" for t in c.layer_types)
-        return cls(hidden=c.hidden_size, gdn_layers=len(c.layer_types) - attn, attn_layers=attn,
-                   k_heads=c.linear_num_key_heads, v_heads=c.linear_num_value_heads, d_k=c.linear_key_head_dim,
-                   d_v=c.linear_value_head_dim, conv=c.linear_conv_kernel_dim, heads=c.num_attention_heads,
-                   kv_heads=c.num_key_value_heads, head_dim=c.head_dim, mlp=c.intermediate_size,
-                   vocab=c.vocab_size)
-
-
-def qwen35_flops_per_token(config: dict) -> dict[str, float]:
-    """FLOPs of the Qwen3.5 hybrid: GDN layers as in Eq. 11 (in_proj_qkv, z, a, b, out_proj),
-    attention layers with q_proj's doubled output (query and output gate); a dense MLP per layer."""
-    h = _Qwen35.of(config)
-    key_dim, value_dim = h.k_heads * h.d_k, h.v_heads * h.d_v
-    gdn = _gdn_layer_flops(h.hidden, key_dim, value_dim, h.v_heads, h.d_k, h.d_v, h.conv, gate=True)
-    q, kv = h.heads * h.head_dim, h.kv_heads * h.head_dim
-    attn = 2 * h.hidden * (2 * q + 2 * kv) + 2 * q * h.hidden
-    mlp = 6 * h.hidden * h.mlp
-    backbone = h.gdn_layers * (gdn + mlp) + h.attn_layers * (attn + mlp)
-    return {"backbone": float(backbone), "lm_head": float(2 * h.hidden * h.vocab),
-            "attention_per_key": float(h.attn_layers * 4 * h.heads * h.head_dim)}
-
-
-def qwen35_state_bytes(config: dict, length: int, dtype_bytes: int | torch.dtype | str = 2,
-                       conv_columns: int | None = None) -> dict[str, int]:
-    """fp32 GDN states, GDN conv windows (`conv_columns`, default kernel - 1) and the KV cache
-    of the attention layers after `length` tokens."""
-    h = _Qwen35.of(config)
-    b = _element_bytes(dtype_bytes)
-    columns = h.conv - 1 if conv_columns is None else conv_columns
-    return {"recurrent": h.gdn_layers * h.v_heads * h.d_k * h.d_v * 4,
-            "conv": h.gdn_layers * (2 * h.k_heads * h.d_k + h.v_heads * h.d_v) * columns * b,
-            "kv": 2 * h.attn_layers * h.kv_heads * h.head_dim * length * b}
-
-
-# One shape summary per backbone, then the paper's equations
-
-
-@dataclass(frozen=True)
-class BackboneShapes:
-    """What the accounting needs from a checkpoint, all per sequence."""
-
-    arch: str
-    source: str  # where the config.json fields came from
-    layers: int
-    hidden_size: int
-    vocab_size: int
-    flops_token: float  # f_phi
-    flops_lm_head: float  # h_phi
-    flops_key: float  # per (query, key) pair over attention layers; 0 for pure recurrent models
-    window: int | None  # attention window, None = full
-    channels: int  # J: addressable recurrent channels (GDN key heads, Mamba-2 groups)
-    d_k: int  # key width of a channel
-    recurrent_bytes: int
-    conv_bytes: int
-    kv_bytes_per_token: int  # attention layers' KV cache per retained token
-    dtype_bytes: int  # precision of conv windows, KV caches and the matched MHA cache
-
-
-def backbone_shapes(arch: str, config: dict, source: str = "config", dtype: int | torch.dtype | str = 2,
-                    window: int | None = None) -> BackboneShapes:
-    """Shapes of a `backbone.arch` checkpoint from its config.json fields. Conv windows are
-    counted at the full kernel width (FLA's and mamba_ssm's caches; App. C.7's c_conv)."""
-    b = _element_bytes(dtype)
-    if arch == "gdn":
-        g = _GDN.of(config)
-        f, s = gdn_flops_per_token(config), gdn_state_bytes(config, b, conv_columns=g.conv)
-        return BackboneShapes(arch, source, g.layers, g.hidden, g.vocab, f["backbone"], f["lm_head"], 0.0, None,
-                              g.layers * g.heads, g.d_k, s["recurrent"], s["conv"], 0, b)
-    if arch == "mamba2":
-        m = _Mamba2.of(config)
-        f, s = mamba2_flops_per_token(config), mamba2_state_bytes(config, b, conv_columns=m.d_conv)
-        return BackboneShapes(arch, source, m.layers, m.hidden, m.vocab, f["backbone"], f["lm_head"], 0.0, None,
-                              m.layers * m.groups, m.d_state, s["recurrent"], s["conv"], 0, b)
-    if arch == "llama":
-        a = _Attention.of(config)
-        f = attention_flops_per_token(config)
-        per_token = attention_state_bytes(config, 1, b)["kv"]
-        return BackboneShapes(arch, source, a.layers, a.hidden, a.vocab, f["backbone"], f["lm_head"],
-                              f["attention_per_key"], window, 0, 0, 0, 0, per_token, b)
-    if arch == "qwen35":
-        h = _Qwen35.of(config)
-        f = qwen35_flops_per_token(config)
-        s = qwen35_state_bytes(config, 1, b, conv_columns=h.conv)
-        return BackboneShapes(arch, source, h.gdn_layers + h.attn_layers, h.hidden, h.vocab, f["backbone"],
-                              f["lm_head"], f["attention_per_key"], window, h.gdn_layers * h.k_heads, h.d_k,
-                              s["recurrent"], s["conv"], s["kv"], b)
-    raise ValueError(f"backbone.arch={arch!r}: no cost model (covered: gdn, mamba2, llama, qwen35)")
 
 
 def key_pairs(start: int, count: int, window: int | None = None) -> int:
@@ -501,13 +187,11 @@ def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QU
                 helper_bytes: float | None = None) -> dict[str, Any]:
     """Analytical FLOPs and persistent storage of `run_cfg` at `length` context tokens.
 
-    Shapes come from the checkpoint's config.json (no weights; see memexp.checkpoint_shapes).
+    Shapes come from the backbone's config without weights (memexp.checkpoint_shapes.shapes_for).
     NoteBank counts that are not given are bounded (`inputs.assumed` lists which); pass the
     recorded means to reproduce a measured setting. Precision is bf16 unless
     backbone.dtype=float32. All figures are plain numbers (FLOPs, bytes) for `--json`.
     """
-    from memexp.checkpoint_shapes import shapes_for
-
     shapes = shapes_for(run_cfg.backbone)
     nb = run_cfg.method if isinstance(run_cfg.method, NoteBankConfig) else None
     n = _counts(nb, length, question_tokens, output_tokens, replay_tokens, notes, archived_tokens)
@@ -527,18 +211,15 @@ def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QU
     return {**report, **_costs(shapes, nb, n, helper_bytes)}
 
 
-_SHAPES_CACHE: dict[str, BackboneShapes] = {}
-
-
-def record_costs(run_cfg_or_shapes: RunConfig | BackboneShapes, tokens: dict, stats: dict | None = None,
-                 method: NoteBankConfig | None = None) -> dict[str, Any]:
-    """Per-record accounting from recorded counts.
+def record_costs(shapes: BackboneShapes, method: MethodConfig | None, tokens: dict,
+                 stats: dict | None = None) -> dict[str, Any]:
+    """Per-record accounting from recorded counts, for a backbone's `shapes` (the runner's:
+    memexp.checkpoint_shapes.loaded_shapes) under `method` (None = Plain).
 
     `tokens`: {'context': T, 'question': |Q|, 'generated': |Y|} plus, for NoteBank, 'replay'
     |R| and optionally 'probe', 'notes' N_T and 'archived' U. `stats`: the read's
     `Memory.stats`; NoteBank's 'notes', 'archived_tokens' and 'address_index_bytes' are used
-    when `tokens` lacks them. With a RunConfig the method comes from it; with BackboneShapes
-    pass `method` (None = Plain).
+    when `tokens` lacks them.
 
     Returns plain_flops, added_flops, added_flops_ratio (percent, Eq. 16 for this record;
     aggregate runs as 100 * sum(added_flops) / sum(plain_flops)), state_bytes, archive_bytes
@@ -547,19 +228,8 @@ def record_costs(run_cfg_or_shapes: RunConfig | BackboneShapes, tokens: dict, st
     added_flops = added_flops_ratio = None (not modelled).
     """
     stats = stats or {}
-    modelled = True
-    if isinstance(run_cfg_or_shapes, BackboneShapes):
-        shapes, nb = run_cfg_or_shapes, method
-    else:
-        from memexp.checkpoint_shapes import shapes_for
-
-        key = repr(run_cfg_or_shapes.backbone)
-        if key not in _SHAPES_CACHE:
-            _SHAPES_CACHE[key] = shapes_for(run_cfg_or_shapes.backbone)
-        shapes = _SHAPES_CACHE[key]
-        m = run_cfg_or_shapes.method
-        nb = m if isinstance(m, NoteBankConfig) else None
-        modelled = nb is not None or m.name == "plain"
+    nb = method if isinstance(method, NoteBankConfig) else None
+    modelled = nb is not None or method is None or method.name == "plain"
     notes = tokens.get("notes", stats.get("notes"))
     archived = tokens.get("archived", stats.get("archived_tokens"))
     n = _counts(nb, int(tokens["context"]), tokens.get("question", 0), int(tokens.get("generated", 0)),

@@ -52,7 +52,7 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
         total = len(examples)
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
-    costs = _record_costs_fn(cfg)
+    costs = _record_costs_fn(cfg, backbone)
 
     tags = [f"backbone:{cfg.backbone.name}", f"method:{cfg.method.name}", f"bench:{cfg.bench.name}"]
     sink = make_sink(cfg.logger, folder.path, cfg_dict, name=folder.path.name, tags=tags,
@@ -156,16 +156,21 @@ def _summary(records: list[Record], bench: Benchmark, seen: dict) -> dict:
     return summary
 
 
-def _record_costs_fn(cfg: RunConfig):
-    """Per-record analytical costs (memexp.costs), or None when shapes are unavailable."""
+def _record_costs_fn(cfg: RunConfig, backbone):
+    """Per-record analytical costs (memexp.costs) from the loaded backbone's own shapes; each
+    record stores {"error": ...} instead when they cannot be computed."""
+    from memexp.checkpoint_shapes import loaded_shapes
+    from memexp.costs import record_costs
+
     try:
-        from memexp.costs import record_costs
-    except ImportError:
-        return None
+        shapes = loaded_shapes(backbone, cfg.backbone)
+    except Exception as e:  # accounting must never cost a result
+        error = f"{type(e).__name__}: {e}"
+        return lambda tokens, stats: {"error": error}
 
     def fn(tokens: dict, stats: dict):
         try:
-            return record_costs(cfg, tokens, stats)
+            return record_costs(shapes, cfg.method, tokens, stats)
         except Exception as e:  # accounting must never cost a result
             return {"error": f"{type(e).__name__}: {e}"}
 

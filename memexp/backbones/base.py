@@ -134,14 +134,6 @@ class Backbone(ABC):
         header. Only instruction-tuned backbones that ship a template have one."""
         raise NotImplementedError(f"{self.name} has no chat template; set backbone.chat=false")
 
-    @abstractmethod
-    def flops_per_token(self) -> dict[str, float]:
-        """Analytical forward FLOPs per token: {'backbone': ..., 'lm_head': ...} (App. C.6)."""
-
-    @abstractmethod
-    def state_bytes(self) -> dict[str, int]:
-        """Persistent state bytes per sequence: {'recurrent': ..., 'conv': ..., 'kv': ...}."""
-
 
 _SPLIT = "\x00memexp-question\x00"
 

@@ -264,5 +264,3 @@ def test_backbone_options():
     assert option.tokenizer == "TinyLlama/TinyLlama_v1.1"
     backbone = load_backbone("tiny_gdn2_random")
     assert len(backbone.channels) == 4
-    state_bytes = backbone.state_bytes()
-    assert state_bytes["recurrent"] + state_bytes["conv"] == backbone.init_state().nbytes()

@@ -1,6 +1,5 @@
 """The GDN backbone behind the native memory interface (tiny random configs, CPU)."""
 
-import math
 
 import pytest
 import torch
@@ -99,16 +98,6 @@ def test_state_bytes_match_the_state():
     s = bb.init_state()
     # per layer: 4 value heads x 16 x 16 fp32; conv window (2*32 + 64 channels) x 3 fp32
     assert s.nbytes() == 2 * (4 * 16 * 16 * 4 + (2 * 32 + 64) * 3 * 4)
-    assert sum(bb.state_bytes().values()) == s.nbytes()
-
-
-def test_flops_per_token_follow_app_c6():
-    flops = load_backbone({"name": "x", "arch": "gdn", "tokenizer": "byte", "model": {
-        "hidden_size": 2048, "num_hidden_layers": 1, "num_heads": 8, "head_dim": 256, "expand_v": 1,
-        "intermediate_size": 5632, "vocab_size": 32000}, "device": "cpu"}).flops_per_token()
-    # NoteBank App. C.6: the 24-layer model has f = 2.759e9 and h = 1.311e8 FLOPs per token
-    assert math.isclose(24 * flops["backbone"], 2.759e9, rel_tol=2e-4)
-    assert flops["lm_head"] == 2 * 2048 * 32000
 
 
 def test_generate_equals_argmax_over_full_forwards():

@@ -228,8 +228,6 @@ def test_backbone_options():
     eight = OmegaConf.load(CONF_DIR / "mamba2_8b.yaml")
     assert eight.arch == "mamba2" and eight.pretrained.endswith("mamba2-8b-3t-4k")
     backbone = load_backbone("tiny_mamba2_random")
-    state_bytes = backbone.state_bytes()
-    assert state_bytes["recurrent"] + state_bytes["conv"] == backbone.init_state().nbytes()
     assert backbone.config.n_groups == 2 and len(backbone.channels) == 4
 
 

@@ -5,6 +5,8 @@ import json
 import pytest
 import torch
 
+from memexp.backbones.gdn.costs import state_bytes as gdn_state_bytes
+from memexp.checkpoint_shapes import shapes_for
 from memexp.config import (
     BackboneConfig,
     ConfigError,
@@ -21,18 +23,12 @@ from memexp.costs import (
     PAPER_OUTPUT_TOKENS,
     PAPER_QUESTION_TOKENS,
     PAPER_REPLAY_TOKENS,
-    attention_flops_per_token,
-    backbone_shapes,
     cost_report,
     format_cost_table,
-    gdn_flops_per_token,
-    gdn_state_bytes,
     key_pairs,
-    mamba2_flops_per_token,
     mha_kv_cache_bytes,
     notebank_added_flops,
     plain_flops,
-    qwen35_flops_per_token,
     record_costs,
 )
 
@@ -40,6 +36,11 @@ PAPER_GDN = {"hidden_size": 2048, "num_hidden_layers": 24, "num_heads": 8, "head
              "intermediate_size": 5632, "vocab_size": 32000, "conv_size": 4}
 PAPER_HELPER_BYTES = 0.402 * MIB  # M_helper of the paper's implementation (App. C.7, Eq. 20)
 ONE_M = 1_048_576
+
+
+def shapes_of(arch: str, fields: dict, window: int | None = None):
+    """The cost shapes of `backbone.model` fields (random init), as `memexp cost` builds them."""
+    return shapes_for(BackboneConfig(name="t", arch=arch, model=fields, window=window))
 
 
 def run_config(backbone: BackboneConfig, method=None) -> RunConfig:
@@ -61,11 +62,11 @@ def test_paper_gdn_flops_per_token():
     MLP: 3 x 2 x 2048 x 5632 = 69,206,016; conv: 2 x 4 x 8 x (2 x 256 + 256) = 49,152;
     recurrence: 8 x (7 x 256^2 + 256 + 2 x 256) = 3,676,160; sum 114,939,904 x 24 layers
     = 2,758,557,696 ~ 2.759e9 (paper). LM head 2 x 2048 x 32000 = 131,072,000 ~ 1.311e8."""
-    f = gdn_flops_per_token(PAPER_GDN)
-    assert f["backbone"] == 2_758_557_696
-    assert f["lm_head"] == 131_072_000
-    assert f["backbone"] == pytest.approx(2.759e9, abs=0.0005e9)  # the paper's printed precision
-    assert f["lm_head"] == pytest.approx(1.311e8, abs=0.0005e8)
+    s = shapes_of("gdn", PAPER_GDN)
+    assert s.flops_token == 2_758_557_696
+    assert s.flops_lm_head == 131_072_000
+    assert s.flops_token == pytest.approx(2.759e9, abs=0.0005e9)  # the paper's printed precision
+    assert s.flops_lm_head == pytest.approx(1.311e8, abs=0.0005e8)
 
 
 def test_cost_reproduces_the_paper_at_1m_context(gdn_cfg):
@@ -163,7 +164,7 @@ def test_shapes_from_model_fields_local_dir_and_missing_hub_config(tmp_path):
     missing = BackboneConfig(name="nowhere", pretrained="memexp-tests/no-such-model")
     with pytest.raises(ConfigError, match="memexp-tests/no-such-model.*config.json"):
         cost_report(run_config(missing), 4096, 10, 8)
-    with pytest.raises(ConfigError, match="arch gdn2"):
+    with pytest.raises(ConfigError, match="backbone.model.n_embd: unknown field"):  # as `run` refuses it
         cost_report(run_config(BackboneConfig(name="g2", arch="gdn2", model={"n_embd": 64})), 4096, 10, 8)
 
 
@@ -178,14 +179,14 @@ def test_gdn_projection_terms_and_state_match_memexp_backbone():
     from memexp.backbones import load_backbone
 
     bb = load_backbone("tiny_gdn_random")
-    config = bb.config.to_fla_dict()
     L, H, K, V, W = 2, 2, 32, 64, 4  # expand_v defaults to 2
     conv = L * 2 * W * (2 * H * K + H * V)
     rec = L * H * (7 * K * V + K + 2 * V)
-    f = gdn_flops_per_token(config)
-    assert f["backbone"] - conv - rec == linear_flops(bb.model)
-    assert f["lm_head"] == 2 * bb.model.lm_head.weight.numel()
-    assert sum(gdn_state_bytes(config, torch.float32).values()) == bb.init_state().nbytes()
+    s = shapes_of("gdn", bb.config.to_fla_dict())
+    assert s.flops_token - conv - rec == linear_flops(bb.model)
+    assert s.flops_lm_head == 2 * bb.model.lm_head.weight.numel()
+    assert bb.dtype == torch.float32  # memexp's state keeps conv_size - 1 inputs; the accounting counts conv_size
+    assert sum(gdn_state_bytes(bb.config, 4, conv_columns=W - 1).values()) == bb.init_state().nbytes()
 
 
 def test_attention_mamba2_qwen35_projections_match_transformers_modules():
@@ -196,18 +197,18 @@ def test_attention_mamba2_qwen35_projections_match_transformers_modules():
     llama_cfg = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                      num_key_value_heads=2, vocab_size=100)
     llama = transformers.LlamaForCausalLM(transformers.LlamaConfig(**llama_cfg))
-    f = attention_flops_per_token(llama_cfg)
-    assert f["backbone"] == linear_flops(llama) and f["lm_head"] == 2 * 64 * 100
-    assert f["attention_per_key"] == 2 * 4 * 4 * 16
+    s = shapes_of("llama", llama_cfg)
+    assert s.flops_token == linear_flops(llama) and s.flops_lm_head == 2 * 64 * 100
+    assert s.flops_key == 2 * 4 * 4 * 16
 
     m_cfg = dict(hidden_size=64, num_hidden_layers=2, num_heads=8, head_dim=16, state_size=16, n_groups=2,
                  conv_kernel=4, vocab_size=100, expand=2)
     mamba = transformers.Mamba2ForCausalLM(transformers.Mamba2Config(**m_cfg))
     d_inner, conv_dim = 128, 128 + 2 * 2 * 16
     analytic = 2 * (2 * 4 * conv_dim + 8 * (5 * 16 * 16 + 3 * 16))
-    f = mamba2_flops_per_token(m_cfg)
-    assert f["backbone"] - analytic == linear_flops(mamba)
-    assert backbone_shapes("mamba2", m_cfg).channels == 4  # 2 layers x 2 B/C groups
+    s = shapes_of("mamba2", m_cfg)
+    assert s.flops_token - analytic == linear_flops(mamba)
+    assert s.channels == 4  # 2 layers x 2 B/C groups
     assert d_inner == mamba.backbone.layers[0].mixer.out_proj.in_features
 
     q_cfg = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
@@ -216,10 +217,10 @@ def test_attention_mamba2_qwen35_projections_match_transformers_modules():
     qwen = transformers.Qwen3_5ForCausalLM(transformers.Qwen3_5TextConfig(**q_cfg))
     gdn_layers = 3  # every 4th layer is full attention
     analytic = gdn_layers * (2 * 4 * (2 * 32 + 64) + 4 * (7 * 16 * 16 + 16 + 2 * 16))
-    f = qwen35_flops_per_token(q_cfg)
-    assert f["backbone"] - analytic == linear_flops(qwen)
-    assert f["attention_per_key"] == 1 * 4 * 4 * 16
-    assert backbone_shapes("qwen35", q_cfg).channels == gdn_layers * 2
+    s = shapes_of("qwen35", q_cfg)
+    assert s.flops_token - analytic == linear_flops(qwen)
+    assert s.flops_key == 1 * 4 * 4 * 16
+    assert s.channels == gdn_layers * 2
 
 
 @pytest.mark.parametrize("window", [None, 1, 7, 40])
@@ -233,8 +234,8 @@ def test_key_pairs_counts_causal_keys(start, count, window):
 def test_hybrid_overhead_counts_the_attention_that_does_not_cancel(window):
     """For attention layers ΔF adds the probe's keys and the keys that the replay adds in
     front of the question and answer: brute force over the two token sequences."""
-    shapes = backbone_shapes("llama", {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-                                       "intermediate_size": 96, "vocab_size": 100}, window=window)
+    shapes = shapes_of("llama", {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                                 "intermediate_size": 96, "vocab_size": 100}, window=window)
     shapes = type(shapes)(**{**shapes.__dict__, "channels": 4, "d_k": 16})  # as if it had recurrent channels
     nb = NoteBankConfig(chunk_size=16)
     T, Q, R, Y, N = 50, 6, 9, 4, 3.0
@@ -254,7 +255,7 @@ def test_hybrid_overhead_counts_the_attention_that_does_not_cancel(window):
 def test_empty_archive_and_non_native_routers():
     """An empty archive costs writing only (no probe, routing or replay); BM25 routes without
     the probe or Eq. 15."""
-    shapes = backbone_shapes("gdn", PAPER_GDN)
+    shapes = shapes_of("gdn", PAPER_GDN)
     nb = NoteBankConfig()
     empty = notebank_added_flops(shapes, nb, 1000, 40, 0, 0, 32)
     assert empty["total"] == empty["write"] > 0
@@ -266,7 +267,8 @@ def test_record_costs_from_recorded_counts(gdn_cfg):
     """The runner's call: token counts of one record plus NoteBank's read stats."""
     tokens = {"context": ONE_M, "question": 42, "replay": 107, "probe": 42, "generated": 128}
     stats = {"notes": 4096, "archived_tokens": 4096 * 64, "address_index_bytes": int(PAPER_HELPER_BYTES)}
-    c = record_costs(gdn_cfg, tokens, stats)
+    shapes = shapes_for(gdn_cfg.backbone)
+    c = record_costs(shapes, gdn_cfg.method, tokens, stats)
     report = cost_report(gdn_cfg, ONE_M, 42, 128, replay_tokens=107, notes=4096, archived_tokens=4096 * 64,
                          helper_bytes=int(PAPER_HELPER_BYTES))
     assert c["assumed"] == []
@@ -275,10 +277,10 @@ def test_record_costs_from_recorded_counts(gdn_cfg):
     assert c["added_flops_ratio"] == pytest.approx(0.025, rel=0.02)
     assert c["storage_bytes"] == report["storage"]["total"] == c["state_bytes"] + c["archive_bytes"]
     assert c["mha_kv_cache_bytes"] == mha_kv_cache_bytes(24, 2048, ONE_M + 42) == 4 * 24 * 2048 * (ONE_M + 42)
-    plain = record_costs(run_config(gdn_cfg.backbone, PlainConfig()), {"context": 4096, "question": 42, "generated": 9})
+    plain = record_costs(shapes, PlainConfig(), {"context": 4096, "question": 42, "generated": 9})
     assert plain["added_flops"] == 0 and plain["archive_bytes"] == 0
     assert plain["plain_flops"] == (4096 + 42 + 8) * 2_758_557_696 + 9 * 131_072_000
-    jrt = record_costs(run_config(gdn_cfg.backbone, JRTConfig()), {"context": 4096, "question": 42, "generated": 9})
+    jrt = record_costs(shapes, JRTConfig(), {"context": 4096, "question": 42, "generated": 9})
     assert jrt["added_flops"] is None and jrt["added_flops_ratio"] is None  # not modelled, kept out of summaries
 
 

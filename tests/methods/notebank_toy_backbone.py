@@ -104,9 +104,3 @@ class ToyBackbone(Backbone):
     def input_embeddings(self, ids) -> torch.Tensor:
         """The first channel's key of each token: filler words share a direction, rare words not."""
         return self.keys[0, 0, as_ids(ids)]
-
-    def flops_per_token(self) -> dict[str, float]:
-        return {"backbone": 0.0, "lm_head": 0.0}
-
-    def state_bytes(self) -> dict[str, int]:
-        return {"recurrent": self.layers * self.heads * self.d_k * self.d_k * 8, "conv": 0, "kv": 0}

@@ -18,14 +18,14 @@ as the interface defines).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from memexp.backbones.base import Observer, Tokenizer
-from memexp.backbones.gdn.model import RMSNorm
+from memexp.backbones.gdn.model import RMSNorm, fla_mlp_width
 from memexp.backbones.loading import (
     BackboneLoadError,
     WeightFiles,
@@ -43,7 +43,6 @@ from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
 from memexp.backbones.stack import LayerStackBackbone, LayerStates
 from memexp.config import BackboneConfig, ConfigError
-from memexp.costs import attention_flops_per_token, attention_state_bytes, fla_mlp_width
 
 LLAMA_INERT_FIELDS = {  # transformers LlamaConfig fields that do not change inference results
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",
@@ -268,17 +267,6 @@ class AttentionBackbone(LayerStackBackbone):
 
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.model.norm(last)
-
-    def flops_per_token(self) -> dict[str, float]:
-        """{'backbone', 'lm_head', 'attention_per_key'}: the last is the QK^T and AV cost per
-        (query, key) pair, so attention's share depends on the context (memexp.costs)."""
-        return attention_flops_per_token(asdict(self.config))
-
-    def state_bytes(self) -> dict[str, int]:
-        """No recurrent or conv state; the KV cache grows by 'kv_per_token' bytes per token
-        read (up to window - 1 tokens with a sliding window), so 'kv' is 0 before any token."""
-        per_token = attention_state_bytes(asdict(self.config), 1, self.dtype)["kv"]
-        return {"recurrent": 0, "conv": 0, "kv": 0, "kv_per_token": per_token}
 
 
 def build(cfg: BackboneConfig) -> AttentionBackbone:

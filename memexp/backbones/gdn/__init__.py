@@ -3,4 +3,4 @@
 from memexp.registry import ARCHS
 
 ARCHS.register("gdn", "memexp.backbones.gdn.model:build", schema="memexp.backbones.gdn.model:GDNConfig",
-               recurrent_channels=True)
+               recurrent_channels=True, costs="memexp.backbones.gdn.costs:cost_shapes")

@@ -42,7 +42,13 @@ from memexp.backbones.loading import (
 from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
 from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
 from memexp.config import BackboneConfig, ConfigError
-from memexp.costs import fla_mlp_width, gdn_flops_per_token, gdn_state_bytes
+
+
+def fla_mlp_width(hidden: int, ratio: float | None) -> int:
+    """FLA GatedMLP: 2/3 * hidden * hidden_ratio rounded up to a multiple of 256."""
+    width = int(hidden * (ratio or 4) * 2 / 3)
+    return 256 * ((width + 255) // 256)
+
 
 LEGACY_TENSORS = [r"^model\.layers\.\d+\.attn\.D$"]  # unused `D` of FLA GDN checkpoints before Dec 2024
 FLA_INERT_FIELDS = {  # FLA config fields that do not change inference results
@@ -332,12 +338,6 @@ class GDNBackbone(LayerStackBackbone):
 
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.model.norm(last)
-
-    def flops_per_token(self) -> dict[str, float]:
-        return gdn_flops_per_token(self.config.to_fla_dict())
-
-    def state_bytes(self) -> dict[str, int]:
-        return gdn_state_bytes(self.config.to_fla_dict(), self.dtype)
 
     def save_pretrained(self, directory: str | Path) -> None:
         """FLA-format checkpoint: config.json, model.safetensors and the tokenizer files."""

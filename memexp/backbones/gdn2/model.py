@@ -311,27 +311,6 @@ class GDN2Backbone(LayerStackBackbone):
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.transformer.ln_f(last)
 
-    def flops_per_token(self) -> dict[str, float]:
-        """Forward FLOPs per token (NoteBank App. C.6 conventions): 2 d_in d_out per
-        projection (q, k, v, low-rank f and g, b, w, o) and MLP matrix, the short conv
-        2 * c_conv * (2 d_k + d_v) per head, and the recurrence per value head
-        7 d_k d_v + 3 d_k + 3 d_v (decay, gated read, gated write, rank-one update, readout);
-        the LM head 2 * hidden * vocab."""
-        c = self.config
-        D, r = c.hidden_size, c.head_v_dim
-        proj = D * (3 * c.key_dim + 2 * c.value_dim) + D * r + r * c.key_dim + D * r + r * c.value_dim + c.value_dim * D
-        per_layer = 2 * (proj + 3 * D * c.intermediate_size)
-        per_layer += 2 * c.conv_size * (2 * c.key_dim + c.value_dim)
-        per_layer += c.v_heads * (7 * c.head_dim * c.head_v_dim + 3 * c.head_dim + 3 * c.head_v_dim)
-        return {"backbone": float(per_layer * c.num_hidden_layers), "lm_head": float(2 * D * c.vocab_size)}
-
-    def state_bytes(self) -> dict[str, int]:
-        c = self.config
-        L = c.num_hidden_layers
-        return {"recurrent": L * c.v_heads * c.head_dim * c.head_v_dim * 4,
-                "conv": L * (2 * c.key_dim + c.value_dim) * (c.conv_size - 1) * (torch.finfo(self.dtype).bits // 8),
-                "kv": 0}
-
     def save_pretrained(self, directory: str | Path) -> None:
         """memexp's GDN-2 directory: config.json, model.safetensors (memexp's module names;
         LitGPT's MLP names load too) and the tokenizer when it can be saved."""

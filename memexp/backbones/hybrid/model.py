@@ -29,7 +29,7 @@ KV caches, conv windows and the position counter are kept.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import torch
 from torch import nn
@@ -56,7 +56,6 @@ from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
 from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
 from memexp.config import BackboneConfig, ConfigError
-from memexp.costs import qwen35_flops_per_token, qwen35_state_bytes
 
 INERT_FIELDS = {  # Qwen3_5TextConfig fields that do not change text inference
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",
@@ -332,18 +331,6 @@ class HybridBackbone(LayerStackBackbone):
 
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.model.norm(last)
-
-    def flops_per_token(self) -> dict[str, float]:
-        """{'backbone', 'lm_head', 'attention_per_key'} (memexp.costs): the attention layers'
-        QK^T and AV cost is per (query, key) pair, so it depends on the context."""
-        return qwen35_flops_per_token(asdict(self.config))
-
-    def state_bytes(self) -> dict[str, int]:
-        """fp32 GDN states and conv windows (compute dtype); the attention layers' KV cache
-        grows by 'kv_per_token' bytes per token read, so 'kv' is 0 before any token."""
-        config = asdict(self.config)
-        state = qwen35_state_bytes(config, 0, self.dtype)
-        return {**state, "kv_per_token": qwen35_state_bytes(config, 1, self.dtype)["kv"]}
 
 
 def checkpoint_name(name: str) -> str:

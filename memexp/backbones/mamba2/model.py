@@ -29,7 +29,7 @@ from the carried state (ops/short_conv.py, ops/ssd.py).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F
@@ -54,7 +54,6 @@ from memexp.backbones.ops import gated_rms_norm, short_conv
 from memexp.backbones.ops.ssd import ssd
 from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
 from memexp.config import BackboneConfig, ConfigError
-from memexp.costs import mamba2_flops_per_token, mamba2_state_bytes
 
 HF_INERT_FIELDS = {  # transformers Mamba2Config fields that do not change inference results
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",
@@ -330,13 +329,6 @@ class Mamba2Backbone(LayerStackBackbone):
 
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.backbone.norm_f(last).to(self.dtype)
-
-    def flops_per_token(self) -> dict[str, float]:
-        return mamba2_flops_per_token(asdict(self.config))
-
-    def state_bytes(self) -> dict[str, int]:
-        """fp32 SSM states and conv windows of d_conv - 1 inputs in the compute dtype; no KV."""
-        return mamba2_state_bytes(asdict(self.config), self.dtype)
 
 
 def build(cfg: BackboneConfig) -> Mamba2Backbone:
