@@ -129,6 +129,9 @@ class KVCache:
     def clone(self) -> "KVCache":
         return KVCache(self.k[:, : self.length].clone(), self.v[:, : self.length].clone(), self.length, self.window)
 
+    def scale_recurrent(self, lam: float) -> None:
+        """Keys and values are not recurrent memory: a layer state's rescale keeps them."""
+
     def nbytes(self) -> int:
         b, _, h, d = self.k.shape
         return 2 * b * self.length * h * d * self.k.element_size()
