@@ -117,6 +117,12 @@ class KVCache:
         if keep is None or self.length <= keep:
             return
         start = self.length - keep
+        if self.k.requires_grad:
+            # Training: autograd saved views of this buffer for the backward pass, so the kept
+            # tail becomes the new buffer instead of being written over the old one.
+            self.k, self.v = self.k[:, start : self.length], self.v[:, start : self.length]
+            self.length = keep
+            return
         self.k[:, :keep] = self.k[:, start : self.length].clone()
         self.v[:, :keep] = self.v[:, start : self.length].clone()
         self.length = keep
