@@ -178,8 +178,8 @@ class LayerStackBackbone(Backbone):
         """Install `layer` (already on the backbone's device and dtype) at `index`; states made
         by `init_state` afterwards hold its state. Its parameters take the replaced layer's
         place in the model (`model.<layers path>.<index>.*`)."""
-        if not isinstance(layer, nn.Module):
-            raise TypeError(f"replace_layer: expected an nn.Module layer, got {type(layer).__name__}")
+        if not isinstance(layer, Layer):
+            raise TypeError(f"replace_layer: expected a memexp.backbones.stack.Layer, got {type(layer).__name__}")
         self.layers[index] = layer
         self.channels = self._channels()
 
