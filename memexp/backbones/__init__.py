@@ -17,7 +17,6 @@ from pathlib import Path
 from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer
 from memexp.backbones.loading import BackboneLoadError
 from memexp.config import BackboneConfig, ConfigError
-
 from memexp.registry import ARCHS
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "backbone"

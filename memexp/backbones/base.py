@@ -95,6 +95,11 @@ class Backbone(ABC):
 
         Continuation is exact: forward(s, A); forward(s, B) equals forward(s, A + B)."""
 
+    def train_forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """The grad-enabled training forward: ids [B, T] (int64) from the zero state -> logits
+        [B, T, vocab] (compute dtype), on the same code path as `forward`."""
+        raise NotImplementedError(f"{self.name} has no training forward")
+
     def input_embeddings(self, ids) -> torch.Tensor:
         """The input embedding rows [T, hidden] of `ids`: what the first layer reads (used by
         NoteBank's input-embedding routing control)."""

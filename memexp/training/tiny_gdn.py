@@ -1,7 +1,7 @@
 """The tiny_gdn recipe: a small Gated DeltaNet trained from scratch on RULER-style NIAH text.
 
-It uses memexp's own GDN (`GDNForCausalLM`, trained through the same layers and reference
-ops the backbone runs) and saves an FLA-format checkpoint with its byte-level tokenizer,
+It uses memexp's own GDN (`GDNBackbone.train_forward`: the same layers and reference ops
+the backbone runs) and saves an FLA-format checkpoint with its byte-level tokenizer,
 read back by `backbone=tiny_gdn` like any other GDN checkpoint.
 
 What makes a model this small learn the task on two CPU cores in minutes:
@@ -158,7 +158,8 @@ def lr_at(stage: Stage, step: int) -> float:
     return stage.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def train_stage(model: GDNForCausalLM, recipe: TinyGDNRecipe, stage: Stage, tokenizer, log=print) -> dict:
+def train_stage(backbone: GDNBackbone, recipe: TinyGDNRecipe, stage: Stage, tokenizer, log=print) -> dict:
+    model = backbone.model
     opt = torch.optim.AdamW(model.parameters(), lr=stage.lr, betas=(0.9, 0.98), weight_decay=0.0)
     model.train()
     t0, tokens, window = time.perf_counter(), 0, []
@@ -167,7 +168,7 @@ def train_stage(model: GDNForCausalLM, recipe: TinyGDNRecipe, stage: Stage, toke
                                                  recipe.answer_weight, recipe.other_weight)
         for group in opt.param_groups:
             group["lr"] = lr_at(stage, step)
-        logits = model(inputs)
+        logits = backbone.train_forward(inputs)
         ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view_as(weights)
         loss = (ce * weights).sum() / weights.sum()
         opt.zero_grad(set_to_none=True)
@@ -205,7 +206,7 @@ def run(recipe: TinyGDNRecipe, log=print) -> dict:
     backbone = GDNBackbone(model, tokenizer, "tiny_gdn", prefill_chunk=2048)
     stages = []
     for stage in recipe.stages:
-        stages.append(train_stage(model, recipe, stage, tokenizer, log))
+        stages.append(train_stage(backbone, recipe, stage, tokenizer, log))
         backbone.save_pretrained(out)  # an interrupted run keeps its last finished stage
     train_seconds = time.perf_counter() - t0
     metrics = {}

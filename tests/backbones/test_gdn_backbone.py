@@ -249,7 +249,7 @@ def test_byte_tokenizer_round_trips_text():
 def test_training_forward_matches_the_stateful_forward_and_is_differentiable():
     bb = tiny(prefill_chunk=8)
     x = torch.stack([ids(70, seed=1), ids(70, seed=2)])
-    logits = bb.model(x)
+    logits = bb.train_forward(x)
     assert logits.shape == (2, 70, 258)
     for row in range(2):
         for end in (1, 9, 70):

@@ -1,4 +1,4 @@
-"""GDNForCausalLM's batched training forward: same numbers as the backbone, differentiable."""
+"""The GDN backbone's batched training forward: same numbers as the backbone, differentiable."""
 
 import torch
 
@@ -12,7 +12,7 @@ def test_each_row_matches_the_backbone_forward_from_a_fresh_state():
     bb = load_backbone(SMALL)
     ids = torch.randint(0, 256, (3, 150), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        logits = bb.model(ids)
+        logits = bb.train_forward(ids)
     assert logits.shape == (3, 150, 258)
     for b in range(3):
         for t in (0, 9, 149):
@@ -24,7 +24,7 @@ def test_gradients_reach_every_parameter_through_the_chunked_ops():
     bb = load_backbone(SMALL)
     model = bb.model.train()
     ids = torch.randint(0, 256, (2, 130), generator=torch.Generator().manual_seed(1))
-    model(ids).logsumexp(-1).mean().backward()
+    bb.train_forward(ids).logsumexp(-1).mean().backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
         assert p.grad.abs().sum() > 0, name

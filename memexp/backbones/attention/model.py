@@ -19,29 +19,18 @@ as the interface defines).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.base import Observer, Tokenizer
-from memexp.backbones.gdn.model import RMSNorm, fla_mlp_width
-from memexp.backbones.loading import (
-    BackboneLoadError,
-    WeightFiles,
-    check_vocab,
-    load_tokenizer,
-    load_weights,
-    new_model,
-    read_chat_template,
-    read_config,
-    resolve_device,
-    resolve_dtype,
-    resolve_pretrained,
-)
+from memexp.backbones.base import Tokenizer
+from memexp.backbones.build import Architecture, Checkpoint, build_backbone
+from memexp.backbones.loading import BackboneLoadError, WeightFiles, read_config
+from memexp.backbones.modules import GatedMLP, RMSNorm, fla_mlp_width, random_init
 from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
-from memexp.backbones.stack import LayerStackBackbone, LayerStates
+from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, StateSpec
 from memexp.config import BackboneConfig, ConfigError
 
 LLAMA_INERT_FIELDS = {  # transformers LlamaConfig fields that do not change inference results
@@ -151,19 +140,6 @@ def fla_to_llama_name(name: str) -> str:
             .replace(".attn.", ".self_attn."))
 
 
-class SwiGLU(nn.Module):
-    """down(silu(gate x) * up x): the MLP of Llama, Qwen3.5, FLA's GatedMLP and LitGPT's LLaMAMLP."""
-
-    def __init__(self, hidden: int, inner: int, bias: bool = False) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(hidden, inner, bias=bias)
-        self.up_proj = nn.Linear(hidden, inner, bias=bias)
-        self.down_proj = nn.Linear(inner, hidden, bias=bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-
-
 class SelfAttention(nn.Module):
     """Grouped-query attention with RoPE over a KV cache."""
 
@@ -177,24 +153,38 @@ class SelfAttention(nn.Module):
         self.o_proj = nn.Linear(H * hd, D, bias=c.attention_bias if c.output_bias is None else c.output_bias)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """x: [1, T, hidden]; cos, sin: [T, rotary_dim] at the tokens' absolute positions."""
+        """x: [B, T, hidden]; cos, sin: [T, rotary_dim] at the tokens' absolute positions;
+        `cache` (batch B) gains the chunk's keys and values. Returns [B, T, hidden]."""
         c = self.c
-        T, hd = x.shape[1], c.dim_per_head
-        q = apply_rotary(self.q_proj(x).view(1, T, c.num_attention_heads, hd), cos, sin)
-        k = apply_rotary(self.k_proj(x).view(1, T, c.kv_heads, hd), cos, sin)
-        keys, values = cache.append(k, self.v_proj(x).view(1, T, c.kv_heads, hd))
+        B, T, hd = x.shape[0], x.shape[1], c.dim_per_head
+        q = apply_rotary(self.q_proj(x).view(B, T, c.num_attention_heads, hd), cos, sin)
+        k = apply_rotary(self.k_proj(x).view(B, T, c.kv_heads, hd), cos, sin)
+        keys, values = cache.append(k, self.v_proj(x).view(B, T, c.kv_heads, hd))
         o = attention(q, keys, values, window=cache.window)
         cache.trim()
-        return self.o_proj(o.reshape(1, T, -1))
+        return self.o_proj(o.reshape(B, T, -1))
 
 
-class DecoderLayer(nn.Module):
+# The module tree below mirrors transformers' LlamaForCausalLM: attribute paths are the
+# checkpoint's tensor names (the other architectures keep parallel trees for the same reason).
+class DecoderLayer(Layer):
+    """x += self_attn(input_layernorm(x)); x += mlp(post_attention_layernorm(x)); state: the KV cache."""
+
     def __init__(self, c: AttentionConfig) -> None:
         super().__init__()
         self.input_layernorm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.self_attn = SelfAttention(c)
         self.post_attention_layernorm = RMSNorm(c.hidden_size, c.rms_norm_eps)
-        self.mlp = SwiGLU(c.hidden_size, c.intermediate_size, c.mlp_bias)
+        self.mlp = GatedMLP(c.hidden_size, c.intermediate_size, c.mlp_bias)
+
+    def forward(self, x: torch.Tensor, cache: KVCache, ctx: LayerContext):
+        x = x + self.self_attn(self.input_layernorm(x), *ctx.rotary, cache)
+        return x + self.mlp(self.post_attention_layernorm(x)), cache
+
+    def init_state(self, spec: StateSpec) -> KVCache:
+        """An empty KV cache [B, 0, Hkv, head_dim] keeping `spec.window - 1` tokens with a window."""
+        c = self.self_attn.c
+        return KVCache.empty(spec.batch, c.kv_heads, c.dim_per_head, spec.dtype, spec.device, spec.window)
 
 
 class Trunk(nn.Module):
@@ -216,83 +206,43 @@ class LlamaForCausalLM(nn.Module):
         if c.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
 
-    @torch.no_grad()
     def init_weights(self, seed: int) -> None:
         """Normal(0, 0.02) matrices, unit norms, zero biases, reproducible from `seed`."""
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        for name, p in self.named_parameters():
-            if name.endswith("norm.weight") or name.endswith("layernorm.weight"):
-                p.fill_(1.0)
-            elif name.endswith("bias"):
-                p.zero_()
-            else:
-                p.copy_(torch.empty(p.shape).normal_(0.0, 0.02, generator=gen))
-
-
-@dataclass
-class AttentionState(LayerStates):
-    """Per layer: the KV cache (keys after RoPE) [1, T, Hkv, D] in the compute dtype."""
-
-    RECURRENT_FIELDS = ()  # no recurrent memory: scale_recurrent keeps KV caches and positions
-
-    kv: list[KVCache]
-    position: int = 0
+        random_init(self, seed)
 
 
 class AttentionBackbone(LayerStackBackbone):
-    """A decoder-only Transformer at batch size 1, full or sliding-window attention."""
+    """A decoder-only Transformer at batch size 1, full or sliding-window attention (`window`,
+    else the config's window_size)."""
 
     def __init__(self, model: LlamaForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int,
-                 window: int | None) -> None:
-        super().__init__(model, tokenizer, name, prefill_chunk)
-        self.window = window
-        self.channels = []
+                 window: int | None = None) -> None:
+        super().__init__(model, tokenizer, name, prefill_chunk, window or model.config.window)
         self.rope = self.config.rope().to(self.device)
 
-    def init_state(self) -> AttentionState:
-        c = self.config
-        return AttentionState([KVCache.empty(1, c.kv_heads, c.dim_per_head, self.dtype, self.device, self.window)
-                               for _ in range(c.num_hidden_layers)])
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self.model.model.layers
 
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model.model.embed_tokens(ids)[None]
-
-    def _layers(self, state: AttentionState, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
-        first = state.position + start
-        cos, sin = self.rope.cos_sin(torch.arange(first, first + x.shape[1], device=self.device), x.dtype)
-        for layer, cache in zip(self.model.model.layers, state.kv):
-            x = x + layer.self_attn(layer.input_layernorm(x), cos, sin, cache)
-            x = x + layer.mlp(layer.post_attention_layernorm(x))
-        return x
+        return self.model.model.embed_tokens(ids)
 
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.model.norm(last)
 
 
+def read_checkpoint(directory: Path, overrides: dict, parse) -> Checkpoint:
+    """A Llama checkpoint, or FLA's Transformer renamed onto the Llama tree."""
+    raw = read_config(directory)
+    rename = fla_to_llama_name if raw.get("model_type") == "transformer" else None
+    return Checkpoint(parse(raw, where=str(directory / "config.json")), WeightFiles(directory), str(directory), rename)
+
+
+ARCHITECTURE = Architecture(parse=AttentionConfig.from_dict, model=LlamaForCausalLM, backbone=AttentionBackbone,
+                            keep_fp32=(), read=read_checkpoint, chat_template=True)
+
+
 def build(cfg: BackboneConfig) -> AttentionBackbone:
     """An attention backbone from a Llama or FLA Transformer checkpoint (`cfg.pretrained`) or
     random weights (`cfg.model`, Llama field names). `cfg.window` sets a sliding window."""
-    device = resolve_device(cfg.device)
-    dtype = resolve_dtype(cfg.dtype, device)
-    template = None
-    if cfg.pretrained is not None:
-        if cfg.model:
-            raise ConfigError(f"backbone.model: fields are for random init only; the architecture of "
-                              f"{cfg.pretrained!r} comes from its config.json (set backbone.model={{}})")
-        directory = resolve_pretrained(cfg.pretrained, cfg.revision)
-        raw = read_config(directory)
-        conf = AttentionConfig.from_dict(raw, where=str(directory / "config.json"))
-        model = new_model(LlamaForCausalLM, conf, device, dtype)
-        rename = fla_to_llama_name if raw.get("model_type") == "transformer" else None
-        load_weights(model, WeightFiles(directory), rename=rename, source=str(directory))
-        tokenizer = load_tokenizer(cfg.tokenizer, directory)
-        template = read_chat_template(directory, cfg.pretrained, cfg.revision)
-    else:
-        conf = AttentionConfig.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = new_model(LlamaForCausalLM, conf, device, dtype, seed=cfg.seed)
-        tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    check_vocab(tokenizer, conf.vocab_size)
-    backbone = AttentionBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk, cfg.window or conf.window)
-    backbone.chat_template = template
-    return backbone
-
+    return build_backbone(cfg, ARCHITECTURE)

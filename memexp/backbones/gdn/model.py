@@ -24,31 +24,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.base import Channel, Observer, Tokenizer
-from memexp.backbones.loading import (
-    DECAY_GATES,
-    BackboneLoadError,
-    WeightFiles,
-    check_vocab,
-    load_tokenizer,
-    load_weights,
-    new_model,
-    read_config,
-    resolve_device,
-    resolve_dtype,
-    resolve_pretrained,
-    save_weights,
-)
-from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
-from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
+from memexp.backbones.base import Channel
+from memexp.backbones.build import Architecture, build_backbone
+from memexp.backbones.loading import BackboneLoadError, save_weights
+from memexp.backbones.modules import GatedMLP, RMSNorm, ShortConv, fla_mlp_width, random_init
+from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, short_conv
+from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StateSpec
 from memexp.config import BackboneConfig, ConfigError
-
-
-def fla_mlp_width(hidden: int, ratio: float | None) -> int:
-    """FLA GatedMLP: 2/3 * hidden * hidden_ratio rounded up to a multiple of 256."""
-    width = int(hidden * (ratio or 4) * 2 / 3)
-    return 256 * ((width + 255) // 256)
-
 
 LEGACY_TENSORS = [r"^model\.layers\.\d+\.attn\.D$"]  # unused `D` of FLA GDN checkpoints before Dec 2024
 FLA_INERT_FIELDS = {  # FLA config fields that do not change inference results
@@ -144,24 +126,6 @@ class GDNConfig:
         return {"model_type": "gated_deltanet", "architectures": ["GatedDeltaNetForCausalLM"], **out}
 
 
-class ShortConv(nn.Module):
-    """Holds a depthwise conv weight [D, 1, W] under FLA's `*_conv1d.weight` name."""
-
-    def __init__(self, channels: int, kernel_size: int) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(channels, 1, kernel_size))
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return rms_norm(x, self.weight, self.eps)
-
-
 class GatedDeltaNet(nn.Module):
     """One GDN token mixer; forward advances its (recurrent state, conv window) over a chunk."""
 
@@ -221,30 +185,36 @@ class GatedDeltaNet(nn.Module):
         return self.o_proj(o.reshape(B, T, c.value_dim)), state, window
 
 
-class GatedMLP(nn.Module):
-    def __init__(self, c: GDNConfig) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(c.hidden_size, c.mlp_dim, bias=False)
-        self.up_proj = nn.Linear(c.hidden_size, c.mlp_dim, bias=False)
-        self.down_proj = nn.Linear(c.mlp_dim, c.hidden_size, bias=False)
+# The module tree below (Block, Trunk, GDNForCausalLM and their attribute names) mirrors FLA's
+# GatedDeltaNetForCausalLM because attribute paths are the checkpoint's tensor names; the other
+# architectures keep parallel trees for the same reason.
+class Block(Layer):
+    """Pre-norm residual block: x += attn(attn_norm(x)); x += mlp(mlp_norm(x))."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-
-
-class Block(nn.Module):
     def __init__(self, c: GDNConfig) -> None:
         super().__init__()
         self.attn_norm = RMSNorm(c.hidden_size, c.norm_eps)
         self.attn = GatedDeltaNet(c)
         self.mlp_norm = RMSNorm(c.hidden_size, c.norm_eps)
-        self.mlp = GatedMLP(c)
+        self.mlp = GatedMLP(c.hidden_size, c.mlp_dim)
 
-    def forward(self, x: torch.Tensor, state=None, window=None, emit=None):
-        """Pre-norm residual block; state, window and emit as in `GatedDeltaNet.forward`."""
-        out, state, window = self.attn(self.attn_norm(x), state, window, emit)
+    def forward(self, x: torch.Tensor, state: RecurrentState, ctx: LayerContext):
+        out, recurrent, conv = self.attn(self.attn_norm(x), state.recurrent, state.conv, ctx.emit)
         x = x + out
-        return x + self.mlp(self.mlp_norm(x)), state, window
+        return x + self.mlp(self.mlp_norm(x)), RecurrentState(recurrent, conv)
+
+    def init_state(self, spec: StateSpec) -> RecurrentState:
+        """Recurrent state [B, HV, K, V] fp32; conv window [B, 2*key_dim + value_dim, conv_size - 1]."""
+        c = self.attn.c
+        recurrent = torch.zeros(spec.batch, c.v_heads, c.head_dim, c.head_v_dim, dtype=torch.float32,
+                                device=spec.device)
+        conv = torch.zeros(spec.batch, 2 * c.key_dim + c.value_dim, c.conv_size - 1, dtype=spec.dtype,
+                           device=spec.device) if c.use_short_conv else None
+        return RecurrentState(recurrent, conv)
+
+    def channels(self, index: int) -> list[Channel]:
+        c = self.attn.c
+        return [Channel(index, h, c.head_dim) for h in range(c.num_heads)]
 
 
 class Trunk(nn.Module):
@@ -271,70 +241,20 @@ class GDNForCausalLM(nn.Module):
         if self.config.tie_word_embeddings:
             self.lm_head.weight = self.model.embeddings.weight
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """Training forward: ids [B, T] from the zero state -> logits [B, T, vocab], through
-        the same layers and ops as `GDNBackbone.forward` (differentiable)."""
-        x = self.model.embeddings(ids)
-        for block in self.model.layers:
-            x, _, _ = block(x)
-        return self.lm_head(self.model.norm(x))
-
-    @torch.no_grad()
     def init_weights(self, seed: int) -> None:
-        """FLA's initialisation, reproducible from `seed` whatever the global RNG holds."""
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        std = self.config.initializer_range
-        for name, p in self.named_parameters():
-            if name.endswith("A_log"):
-                p.copy_(torch.empty(p.shape).uniform_(0, 16, generator=gen).log())
-            elif name.endswith("dt_bias"):
-                dt = torch.exp(torch.rand(p.shape, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
-                dt = dt.clamp(min=1e-4)
-                p.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus^-1(dt)
-            elif name.endswith("norm.weight"):
-                p.fill_(1.0)
-            else:
-                p.copy_(torch.empty(p.shape).normal_(0.0, std, generator=gen))
-
-
-@dataclass
-class GDNState(LayerStates):
-    """Per layer: the fp32 recurrent state [1, HV, K, V] and the conv window
-    [1, 2*key_dim + value_dim, conv_size - 1] (q|k|v channels, compute dtype)."""
-
-    RECURRENT_FIELDS = ("recurrent",)
-
-    recurrent: list[torch.Tensor]
-    conv: list[torch.Tensor | None]
-    position: int = 0
+        """FLA's initialisation (A in [0, 16], dt in [1e-3, 0.1], normal(0, initializer_range))."""
+        random_init(self, seed, std=self.config.initializer_range, a_min=0.0)
 
 
 class GDNBackbone(LayerStackBackbone):
     """A Gated DeltaNet language model at batch size 1."""
 
-    def __init__(self, model: GDNForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int) -> None:
-        super().__init__(model, tokenizer, name, prefill_chunk)
-        c = self.config
-        self.channels = [Channel(layer, h, c.head_dim) for layer in range(c.num_hidden_layers) for h in range(c.num_heads)]
-
-    def init_state(self) -> GDNState:
-        c = self.config
-        L = c.num_hidden_layers
-        recurrent = [torch.zeros(1, c.v_heads, c.head_dim, c.head_v_dim, dtype=torch.float32, device=self.device)
-                     for _ in range(L)]
-        conv_channels = 2 * c.key_dim + c.value_dim
-        conv = [torch.zeros(1, conv_channels, c.conv_size - 1, dtype=self.dtype, device=self.device)
-                if c.use_short_conv else None for _ in range(L)]
-        return GDNState(recurrent=recurrent, conv=conv)
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self.model.model.layers
 
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model.model.embeddings(ids)[None]
-
-    def _layers(self, state: GDNState, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
-        for i, block in enumerate(self.model.model.layers):
-            x, state.recurrent[i], state.conv[i] = block(x, state.recurrent[i], state.conv[i],
-                                                         layer_emitter(observer, i, start))
-        return x
+        return self.model.model.embeddings(ids)
 
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.model.norm(last)
@@ -352,23 +272,10 @@ class GDNBackbone(LayerStackBackbone):
         self.tokenizer.save(directory)
 
 
+ARCHITECTURE = Architecture(parse=GDNConfig.from_dict, model=GDNForCausalLM, backbone=GDNBackbone,
+                            ignore=tuple(LEGACY_TENSORS))
+
+
 def build(cfg: BackboneConfig) -> GDNBackbone:
     """A GDN backbone from a checkpoint (`cfg.pretrained`) or random weights (`cfg.model`)."""
-    device = resolve_device(cfg.device)
-    dtype = resolve_dtype(cfg.dtype, device)
-    if cfg.pretrained is not None:
-        if cfg.model:
-            raise ConfigError(f"backbone.model: fields are for random init only; the architecture of "
-                              f"{cfg.pretrained!r} comes from its config.json (set backbone.model={{}})")
-        directory = resolve_pretrained(cfg.pretrained, cfg.revision)
-        conf = GDNConfig.from_dict(read_config(directory), where=str(directory / "config.json"))
-        model = new_model(GDNForCausalLM, conf, device, dtype, keep_fp32=DECAY_GATES)
-        load_weights(model, WeightFiles(directory), ignore=LEGACY_TENSORS, source=str(directory))
-        tokenizer = load_tokenizer(cfg.tokenizer, directory)
-    else:
-        conf = GDNConfig.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = new_model(GDNForCausalLM, conf, device, dtype, seed=cfg.seed, keep_fp32=DECAY_GATES)
-        tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    check_vocab(tokenizer, conf.vocab_size)
-    return GDNBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk)
-
+    return build_backbone(cfg, ARCHITECTURE)

@@ -34,27 +34,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.attention.model import SwiGLU
-from memexp.backbones.base import Channel, Observer, Tokenizer
-from memexp.backbones.gdn.model import RMSNorm, ShortConv
-from memexp.backbones.loading import (
-    DECAY_GATES,
-    TOKENIZER_FILES,
-    BackboneLoadError,
-    WeightFiles,
-    check_vocab,
-    load_tokenizer,
-    load_weights,
-    new_model,
-    read_config,
-    resolve_device,
-    resolve_dtype,
-    resolve_pretrained,
-    save_weights,
-)
+from memexp.backbones.base import Channel
+from memexp.backbones.build import Architecture, Checkpoint, build_backbone
+from memexp.backbones.loading import TOKENIZER_FILES, BackboneLoadError, WeightFiles, read_config, save_weights
+from memexp.backbones.modules import GatedMLP, RMSNorm, ShortConv, random_init
 from memexp.backbones.ops import gated_rms_norm, l2_norm, short_conv
 from memexp.backbones.ops.gdn2_rule import gdn2_rule
-from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
+from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StateSpec
 from memexp.config import BackboneConfig, ConfigError
 
 LITGPT_CHECKPOINT = "model-100b.pth"  # the file the paper evaluates in the released repo
@@ -177,21 +163,21 @@ class GatedDeltaNet2(nn.Module):
         self.o_proj = nn.Linear(c.value_dim, D, bias=False)
 
     def forward(self, x: torch.Tensor, state: torch.Tensor, window: torch.Tensor, emit=None):
-        """x: [1, T, hidden]; state: [1, HV, K, V] fp32; window: [1, 2*key_dim + value_dim,
-        conv_size - 1]. `emit(keys, queries)` receives the normalised [T, H, K] features.
-        Returns (out [1, T, hidden], new state, new window)."""
+        """x: [B, T, hidden]; state: [B, HV, K, V] fp32; window: [B, 2*key_dim + value_dim,
+        conv_size - 1]. `emit(keys, queries)` receives the normalised [T, H, K] features of
+        the first sequence. Returns (out [B, T, hidden], new state, new window)."""
         c = self.c
-        T, H, K, HV, V = x.shape[1], c.num_heads, c.head_dim, c.v_heads, c.head_v_dim
+        B, T, H, K, HV, V = *x.shape[:2], c.num_heads, c.head_dim, c.v_heads, c.head_v_dim
         weight = torch.cat([self.q_conv1d.weight, self.k_conv1d.weight, self.v_conv1d.weight], dim=0)
         qkv, window = short_conv(torch.cat([self.q_proj(x), self.k_proj(x), self.v_proj(x)], dim=-1), weight,
                                  window=window, activation="silu")
         q, k, v = qkv.split([c.key_dim, c.key_dim, c.value_dim], dim=-1)
-        q = l2_norm(q.view(1, T, H, K)).to(x.dtype)
-        k = l2_norm(k.view(1, T, H, K)).to(x.dtype)
-        v = v.view(1, T, HV, V)
-        decay = -self.A_log.float().exp()[:, None] * F.softplus(self.f_proj(x).float() + self.dt_bias.float()).view(1, T, H, K)
-        erase = torch.sigmoid(self.b_proj(x)).view(1, T, H, K)
-        write = torch.sigmoid(self.w_proj(x)).view(1, T, HV, V)
+        q = l2_norm(q.view(B, T, H, K)).to(x.dtype)
+        k = l2_norm(k.view(B, T, H, K)).to(x.dtype)
+        v = v.view(B, T, HV, V)
+        decay = -self.A_log.float().exp()[:, None] * F.softplus(self.f_proj(x).float() + self.dt_bias.float()).view(B, T, H, K)
+        erase = torch.sigmoid(self.b_proj(x)).view(B, T, H, K)
+        write = torch.sigmoid(self.w_proj(x)).view(B, T, HV, V)
         if c.allow_neg_eigval:
             erase = erase * 2
         if emit is not None:
@@ -199,35 +185,55 @@ class GatedDeltaNet2(nn.Module):
         if HV != H:
             q, k, decay, erase = (t.repeat_interleave(HV // H, dim=2) for t in (q, k, decay, erase))
         o, state = gdn2_rule(q, k, v, decay, erase, write, initial_state=state)
-        gate = self.g_proj(x).view(1, T, HV, V)
+        gate = self.g_proj(x).view(B, T, HV, V)
         o = gated_rms_norm(o, gate, self.o_norm.weight, c.norm_eps, activation=c.output_gate_activation)
-        return self.o_proj(o.reshape(1, T, c.value_dim)), state, window
+        return self.o_proj(o.reshape(B, T, c.value_dim)), state, window
 
 
 class LLaMAMLP(nn.Module):
-    """LitGPT's MLP: the SwiGLU under `swiglu` with xformers' names (w1 gate, w2 up, w3 down)."""
+    """LitGPT's MLP: the gated MLP under `swiglu` with xformers' names (w1 gate, w2 up, w3 down)."""
 
     def __init__(self, c: GDN2Config) -> None:
         super().__init__()
-        self.swiglu = SwiGLU(c.hidden_size, c.intermediate_size)
+        self.swiglu = GatedMLP(c.hidden_size, c.intermediate_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.swiglu(x)
 
 
 def litgpt_to_module_name(name: str) -> str:
-    """LitGPT's xformers SwiGLU names onto memexp's SwiGLU."""
+    """LitGPT's xformers SwiGLU names onto memexp's GatedMLP."""
     return name.replace(".swiglu.w1.", ".swiglu.gate_proj.").replace(".swiglu.w2.", ".swiglu.up_proj.") \
         .replace(".swiglu.w3.", ".swiglu.down_proj.")
 
 
-class Block(nn.Module):
+# The module tree below mirrors LitGPT's GPT: attribute paths are the checkpoint's tensor names
+# (the other architectures keep parallel trees for the same reason).
+class Block(Layer):
+    """x += attn(norm_1(x)); x += mlp(norm_2(x)); state: recurrent memory + conv window."""
+
     def __init__(self, c: GDN2Config) -> None:
         super().__init__()
         self.norm_1 = RMSNorm(c.hidden_size, c.layer_norm_eps)
         self.attn = GatedDeltaNet2(c)
         self.norm_2 = RMSNorm(c.hidden_size, c.layer_norm_eps)
         self.mlp = LLaMAMLP(c)
+
+    def forward(self, x: torch.Tensor, state: RecurrentState, ctx: LayerContext):
+        out, recurrent, conv = self.attn(self.norm_1(x), state.recurrent, state.conv, ctx.emit)
+        x = x + out
+        return x + self.mlp(self.norm_2(x)), RecurrentState(recurrent, conv)
+
+    def init_state(self, spec: StateSpec) -> RecurrentState:
+        """Recurrent state [B, HV, K, V] fp32; raw conv window [B, 2*key_dim + value_dim, conv_size - 1]."""
+        c = self.attn.c
+        return RecurrentState(
+            torch.zeros(spec.batch, c.v_heads, c.head_dim, c.head_v_dim, dtype=torch.float32, device=spec.device),
+            torch.zeros(spec.batch, 2 * c.key_dim + c.value_dim, c.conv_size - 1, dtype=spec.dtype, device=spec.device))
+
+    def channels(self, index: int) -> list[Channel]:
+        c = self.attn.c
+        return [Channel(index, h, c.head_dim) for h in range(c.num_heads)]
 
 
 class Trunk(nn.Module):
@@ -249,64 +255,21 @@ class GDN2ForCausalLM(nn.Module):
         if c.tie_word_embeddings:
             self.lm_head.weight = self.transformer.wte.weight
 
-    @torch.no_grad()
     def init_weights(self, seed: int) -> None:
         """NVlabs' layer initialisation (A in [1, 16], per-channel dt in [1e-3, 0.1]),
         normal(0, 0.02) matrices, unit norms, zero biases, reproducible from `seed`."""
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        for name, p in self.named_parameters():
-            if name.endswith("A_log"):
-                p.copy_(torch.empty(p.shape).uniform_(1, 16, generator=gen).log())
-            elif name.endswith("dt_bias"):
-                dt = torch.exp(torch.rand(p.shape, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
-                p.copy_(dt.clamp(min=1e-4) + torch.log(-torch.expm1(-dt.clamp(min=1e-4))))
-            elif name.endswith("norm.weight") or re.search(r"(norm_\d|ln_f)\.weight$", name):
-                p.fill_(1.0)
-            elif name.endswith("bias"):
-                p.zero_()
-            else:
-                p.copy_(torch.empty(p.shape).normal_(0.0, 0.02, generator=gen))
-
-
-@dataclass
-class GDN2State(LayerStates):
-    """Per layer: the fp32 recurrent state [1, HV, K, V] and the raw conv window
-    [1, 2*key_dim + value_dim, conv_size - 1] (q|k|v channels, compute dtype)."""
-
-    RECURRENT_FIELDS = ("recurrent",)
-
-    recurrent: list[torch.Tensor]
-    conv: list[torch.Tensor]
-    position: int = 0
+        random_init(self, seed, a_min=1.0, ones=(r"norm\.weight$", r"(norm_\d|ln_f)\.weight$"))
 
 
 class GDN2Backbone(LayerStackBackbone):
     """A GDN-2 language model at batch size 1."""
 
-    def __init__(self, model: GDN2ForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int) -> None:
-        super().__init__(model, tokenizer, name, prefill_chunk)
-        c = self.config
-        self.channels = [Channel(layer, h, c.head_dim) for layer in range(c.num_hidden_layers) for h in range(c.num_heads)]
-
-    def init_state(self) -> GDN2State:
-        c = self.config
-        L = c.num_hidden_layers
-        recurrent = [torch.zeros(1, c.v_heads, c.head_dim, c.head_v_dim, dtype=torch.float32, device=self.device)
-                     for _ in range(L)]
-        conv = [torch.zeros(1, 2 * c.key_dim + c.value_dim, c.conv_size - 1, dtype=self.dtype, device=self.device)
-                for _ in range(L)]
-        return GDN2State(recurrent, conv)
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self.model.transformer.h
 
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model.transformer.wte(ids)[None]
-
-    def _layers(self, state: GDN2State, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
-        for i, block in enumerate(self.model.transformer.h):
-            out, state.recurrent[i], state.conv[i] = block.attn(block.norm_1(x), state.recurrent[i], state.conv[i],
-                                                                layer_emitter(observer, i, start))
-            x = x + out
-            x = x + block.mlp(block.norm_2(x))
-        return x
+        return self.model.transformer.wte(ids)
 
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.transformer.ln_f(last)
@@ -350,36 +313,31 @@ def find_litgpt_checkpoint(directory: Path) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
+def read_checkpoint(directory: Path, overrides: dict, parse) -> Checkpoint:
+    """A converted directory (config.json with model_type gdn2_litgpt) or a LitGPT .pth, whose
+    architecture is read from its tensor shapes; `overrides` may set output_gate_activation."""
+    converted = (directory / "config.json").is_file() and read_config(directory).get("model_type") == MODEL_TYPE
+    litgpt = None if converted else find_litgpt_checkpoint(directory)
+    if litgpt is not None:
+        weights = read_litgpt_state_dict(litgpt)
+        conf = GDN2Config.from_state_dict(weights, str(litgpt))
+    else:
+        weights = WeightFiles(directory)
+        conf = parse(read_config(directory), where=str(directory / "config.json"))
+    conf.output_gate_activation = overrides.get("output_gate_activation", conf.output_gate_activation)
+    conf.check("backbone.model")
+    return Checkpoint(conf, weights, str(litgpt or directory), litgpt_to_module_name)
+
+
+ARCHITECTURE = Architecture(
+    parse=GDN2Config.from_dict, model=GDN2ForCausalLM, backbone=GDN2Backbone, read=read_checkpoint,
+    overrides=("output_gate_activation",),
+    patterns=("*.json", *TOKENIZER_FILES, "*.safetensors", LITGPT_CHECKPOINT),
+)
+
+
 def build(cfg: BackboneConfig) -> GDN2Backbone:
     """A GDN-2 backbone from a LitGPT .pth or a converted directory (`cfg.pretrained`) or
     random weights (`cfg.model`). `cfg.model.output_gate_activation` may be set with a
     checkpoint too (the output-gate discrepancy)."""
-    device = resolve_device(cfg.device)
-    dtype = resolve_dtype(cfg.dtype, device)
-    if cfg.pretrained is not None:
-        extra = set(cfg.model) - {"output_gate_activation"}
-        if extra:
-            raise ConfigError(f"backbone.model.{sorted(extra)[0]}: with a checkpoint only output_gate_activation "
-                              f"may be set; the architecture comes from the checkpoint")
-        directory = resolve_pretrained(cfg.pretrained, cfg.revision,
-                                       patterns=["*.json", *TOKENIZER_FILES, "*.safetensors", LITGPT_CHECKPOINT])
-        converted = (directory / "config.json").is_file() and read_config(directory).get("model_type") == MODEL_TYPE
-        litgpt = None if converted else find_litgpt_checkpoint(directory)
-        if litgpt is not None:
-            weights = read_litgpt_state_dict(litgpt)
-            conf = GDN2Config.from_state_dict(weights, str(litgpt))
-        else:
-            weights = WeightFiles(directory)
-            conf = GDN2Config.from_dict(read_config(directory), where=str(directory / "config.json"))
-        conf.output_gate_activation = cfg.model.get("output_gate_activation", conf.output_gate_activation)
-        conf.check("backbone.model")
-        model = new_model(GDN2ForCausalLM, conf, device, dtype, keep_fp32=DECAY_GATES)
-        load_weights(model, weights, rename=litgpt_to_module_name, source=str(litgpt or directory))
-        tokenizer = load_tokenizer(cfg.tokenizer, directory)
-    else:
-        conf = GDN2Config.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = new_model(GDN2ForCausalLM, conf, device, dtype, seed=cfg.seed, keep_fp32=DECAY_GATES)
-        tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    check_vocab(tokenizer, conf.vocab_size)
-    return GDN2Backbone(model, tokenizer, cfg.name, cfg.prefill_chunk)
-
+    return build_backbone(cfg, ARCHITECTURE)

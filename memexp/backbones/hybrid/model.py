@@ -30,31 +30,19 @@ KV caches, conv windows and the position counter are kept.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import torch
 from torch import nn
 
-from memexp.backbones.attention.model import SwiGLU
-from memexp.backbones.base import Channel, Observer, Tokenizer
-from memexp.backbones.gdn.model import RMSNorm
-from memexp.backbones.loading import (
-    DECAY_GATES,
-    BackboneLoadError,
-    WeightFiles,
-    check_vocab,
-    load_tokenizer,
-    load_weights,
-    new_model,
-    read_chat_template,
-    read_config,
-    resolve_device,
-    resolve_dtype,
-    resolve_pretrained,
-)
+from memexp.backbones.base import Channel, Tokenizer
+from memexp.backbones.build import Architecture, Checkpoint, build_backbone
+from memexp.backbones.loading import BackboneLoadError, WeightFiles, read_config
+from memexp.backbones.modules import GatedMLP, RMSNorm, random_init
 from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
 from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
-from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
+from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StateSpec
 from memexp.config import BackboneConfig, ConfigError
 
 INERT_FIELDS = {  # Qwen3_5TextConfig fields that do not change text inference
@@ -178,22 +166,22 @@ class LinearAttention(nn.Module):
         self.out_proj = nn.Linear(c.value_dim, D, bias=False)
 
     def forward(self, x: torch.Tensor, state: torch.Tensor, window: torch.Tensor, emit=None):
-        """x: [1, T, hidden]; state: [1, Hv, K, V] fp32; window: [1, conv_dim, kernel - 1].
-        Returns (out [1, T, hidden], new state, new window)."""
+        """x: [B, T, hidden]; state: [B, Hv, K, V] fp32; window: [B, conv_dim, kernel - 1].
+        Returns (out [B, T, hidden], new state, new window)."""
         c = self.c
-        T = x.shape[1]
+        B, T = x.shape[:2]
         qkv, window = short_conv(self.in_proj_qkv(x), self.conv1d.weight, window=window, activation="silu")
         q, k, v = qkv.split([c.key_dim, c.key_dim, c.value_dim], dim=-1)
-        q = l2_norm(q.view(1, T, c.linear_num_key_heads, c.linear_key_head_dim)).to(x.dtype)
-        k = l2_norm(k.view(1, T, c.linear_num_key_heads, c.linear_key_head_dim)).to(x.dtype)
-        v = v.view(1, T, c.linear_num_value_heads, c.linear_value_head_dim)
+        q = l2_norm(q.view(B, T, c.linear_num_key_heads, c.linear_key_head_dim)).to(x.dtype)
+        k = l2_norm(k.view(B, T, c.linear_num_key_heads, c.linear_key_head_dim)).to(x.dtype)
+        v = v.view(B, T, c.linear_num_value_heads, c.linear_value_head_dim)
         g, beta = gdn_gate(self.in_proj_a(x), self.in_proj_b(x), self.A_log, self.dt_bias)
         if emit is not None:
             emit(k[0], q[0])
         o, state = gated_delta_rule(q, k, v, g, beta, initial_state=state, output_final_state=True)
-        z = self.in_proj_z(x).view(1, T, c.linear_num_value_heads, c.linear_value_head_dim)
+        z = self.in_proj_z(x).view(B, T, c.linear_num_value_heads, c.linear_value_head_dim)
         o = gated_rms_norm(o, z, self.norm.weight, c.rms_norm_eps, activation="silu", norm_before_gate=True)
-        return self.out_proj(o.reshape(1, T, c.value_dim)), state, window
+        return self.out_proj(o.reshape(B, T, c.value_dim)), state, window
 
 
 class GatedAttention(nn.Module):
@@ -212,18 +200,24 @@ class GatedAttention(nn.Module):
         self.k_norm = ZeroCenteredRMSNorm(hd, c.rms_norm_eps)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """x: [B, T, hidden]; cos, sin: [T, rotary_dim]; `cache` (batch B) gains the chunk."""
         c = self.c
-        T, H, Hkv, hd = x.shape[1], c.num_attention_heads, c.num_key_value_heads, c.head_dim
-        q, gate = self.q_proj(x).view(1, T, H, 2 * hd).chunk(2, dim=-1)
+        B, T, H, Hkv, hd = *x.shape[:2], c.num_attention_heads, c.num_key_value_heads, c.head_dim
+        q, gate = self.q_proj(x).view(B, T, H, 2 * hd).chunk(2, dim=-1)
         q = apply_rotary(self.q_norm(q), cos, sin)
-        k = apply_rotary(self.k_norm(self.k_proj(x).view(1, T, Hkv, hd)), cos, sin)
-        keys, values = cache.append(k, self.v_proj(x).view(1, T, Hkv, hd))
+        k = apply_rotary(self.k_norm(self.k_proj(x).view(B, T, Hkv, hd)), cos, sin)
+        keys, values = cache.append(k, self.v_proj(x).view(B, T, Hkv, hd))
         o = attention(q, keys, values, window=cache.window)
         cache.trim()
-        return self.o_proj(o.reshape(1, T, H * hd) * torch.sigmoid(gate.reshape(1, T, H * hd)))
+        return self.o_proj(o.reshape(B, T, H * hd) * torch.sigmoid(gate.reshape(B, T, H * hd)))
 
 
-class DecoderLayer(nn.Module):
+# The module tree below mirrors transformers' Qwen3_5ForCausalLM: attribute paths are the
+# checkpoint's tensor names (the other architectures keep parallel trees for the same reason).
+class DecoderLayer(Layer):
+    """x += mixer(input_layernorm(x)); x += mlp(post_attention_layernorm(x)). The state is a
+    RecurrentState for a GDN layer (`linear_attn`), a KV cache for an attention layer."""
+
     def __init__(self, c: HybridConfig, kind: str) -> None:
         super().__init__()
         self.kind = kind
@@ -231,9 +225,38 @@ class DecoderLayer(nn.Module):
             self.linear_attn = LinearAttention(c)
         else:
             self.self_attn = GatedAttention(c)
-        self.mlp = SwiGLU(c.hidden_size, c.intermediate_size)
+        self.mlp = GatedMLP(c.hidden_size, c.intermediate_size)
         self.input_layernorm = ZeroCenteredRMSNorm(c.hidden_size, c.rms_norm_eps)
         self.post_attention_layernorm = ZeroCenteredRMSNorm(c.hidden_size, c.rms_norm_eps)
+
+    def forward(self, x: torch.Tensor, state: RecurrentState | KVCache, ctx: LayerContext):
+        h = self.input_layernorm(x)
+        if self.kind == "linear_attention":
+            out, recurrent, conv = self.linear_attn(h, state.recurrent, state.conv, ctx.emit)
+            state = RecurrentState(recurrent, conv)
+        else:
+            out = self.self_attn(h, *ctx.rotary, state)
+        x = x + out
+        return x + self.mlp(self.post_attention_layernorm(x)), state
+
+    def init_state(self, spec: StateSpec) -> RecurrentState | KVCache:
+        """GDN: state [B, Hv, K, V] fp32 and raw conv window [B, conv_dim, kernel - 1];
+        attention: an empty KV cache (keeping `spec.window - 1` tokens with a window)."""
+        if self.kind == "linear_attention":
+            c = self.linear_attn.c
+            return RecurrentState(
+                torch.zeros(spec.batch, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim,
+                            dtype=torch.float32, device=spec.device),
+                torch.zeros(spec.batch, c.conv_dim, c.linear_conv_kernel_dim - 1, dtype=spec.dtype, device=spec.device))
+        c = self.self_attn.c
+        return KVCache.empty(spec.batch, c.num_key_value_heads, c.head_dim, spec.dtype, spec.device, spec.window)
+
+    def channels(self, index: int) -> list[Channel]:
+        """The key heads of a GDN layer; none for attention."""
+        if self.kind != "linear_attention":
+            return []
+        c = self.linear_attn.c
+        return [Channel(index, h, c.linear_key_head_dim) for h in range(c.linear_num_key_heads)]
 
 
 class Trunk(nn.Module):
@@ -255,79 +278,28 @@ class Qwen35ForCausalLM(nn.Module):
         if c.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
 
-    @torch.no_grad()
     def init_weights(self, seed: int) -> None:
         """transformers' Qwen3.5 initialisation (A in [0.01, 16], dt_bias = 1, zero-centred norms
         at 0, gated norm at 1, normal(0, 0.02) matrices), reproducible from `seed`."""
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        for name, p in self.named_parameters():
-            if name.endswith("A_log"):
-                p.copy_(torch.empty(p.shape).uniform_(0.01, 16, generator=gen).log())
-            elif name.endswith("dt_bias") or name.endswith("linear_attn.norm.weight"):
-                p.fill_(1.0)
-            elif name.endswith("norm.weight") or name.endswith("bias"):
-                p.zero_()
-            else:
-                p.copy_(torch.empty(p.shape).normal_(0.0, 0.02, generator=gen))
-
-
-@dataclass
-class HybridState(LayerStates):
-    """Per layer, by kind: GDN layers hold the fp32 recurrent state [1, Hv, K, V] and the raw
-    conv window [1, conv_dim, kernel - 1]; attention layers their KV cache. Entries of the
-    other kind are None."""
-
-    RECURRENT_FIELDS = ("recurrent",)
-
-    recurrent: list[torch.Tensor | None]
-    conv: list[torch.Tensor | None]
-    kv: list[KVCache | None]
-    position: int = 0
+        random_init(self, seed, a_min=0.01, dt_bias=1.0, ones=(r"linear_attn\.norm\.weight$",),
+                    zeros=(r"norm\.weight$",))
 
 
 class HybridBackbone(LayerStackBackbone):
-    """A Qwen3.5 language model (text) at batch size 1."""
+    """A Qwen3.5 language model (text) at batch size 1; `window` gives the attention layers a
+    sliding window."""
 
     def __init__(self, model: Qwen35ForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int,
-                 window: int | None = None, chat_template: str | None = None) -> None:
-        super().__init__(model, tokenizer, name, prefill_chunk)
-        self.window = window
-        self.chat_template = chat_template
-        c = self.config
-        self.channels = [Channel(layer, h, c.linear_key_head_dim)
-                         for layer, kind in enumerate(c.layer_types) if kind == "linear_attention"
-                         for h in range(c.linear_num_key_heads)]
-        self.rope = c.rope().to(self.device)
+                 window: int | None = None) -> None:
+        super().__init__(model, tokenizer, name, prefill_chunk, window)
+        self.rope = self.config.rope().to(self.device)
 
-    def init_state(self) -> HybridState:
-        c = self.config
-        recurrent, conv, kv = [], [], []
-        for kind in c.layer_types:
-            linear = kind == "linear_attention"
-            recurrent.append(torch.zeros(1, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim,
-                                         dtype=torch.float32, device=self.device) if linear else None)
-            conv.append(torch.zeros(1, c.conv_dim, c.linear_conv_kernel_dim - 1, dtype=self.dtype,
-                                    device=self.device) if linear else None)
-            kv.append(None if linear else KVCache.empty(1, c.num_key_value_heads, c.head_dim, self.dtype, self.device,
-                                                        self.window))
-        return HybridState(recurrent, conv, kv)
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self.model.model.layers
 
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model.model.embed_tokens(ids)[None]
-
-    def _layers(self, state: HybridState, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
-        first = state.position + start
-        cos, sin = self.rope.cos_sin(torch.arange(first, first + x.shape[1], device=self.device), x.dtype)
-        for i, layer in enumerate(self.model.model.layers):
-            h = layer.input_layernorm(x)
-            if layer.kind == "linear_attention":
-                out, state.recurrent[i], state.conv[i] = layer.linear_attn(h, state.recurrent[i], state.conv[i],
-                                                                           layer_emitter(observer, i, start))
-            else:
-                out = layer.self_attn(h, cos, sin, state.kv[i])
-            x = x + out
-            x = x + layer.mlp(layer.post_attention_layernorm(x))
-        return x
+        return self.model.model.embed_tokens(ids)
 
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.model.norm(last)
@@ -338,34 +310,25 @@ def checkpoint_name(name: str) -> str:
     return name.replace("model.language_model.", "model.", 1)
 
 
+def read_checkpoint(directory: Path, overrides: dict, parse) -> Checkpoint:
+    """The text config (the release's `text_config`, tied embeddings from the top level),
+    updated by `overrides`; tensors of the vision-language release renamed onto the text tree."""
+    raw = read_config(directory)
+    text = dict(raw.get("text_config", raw))
+    text.setdefault("tie_word_embeddings", raw.get("tie_word_embeddings", False))
+    text.update(overrides)
+    conf = parse(text, where=str(directory / "config.json"))
+    return Checkpoint(conf, WeightFiles(directory), str(directory), checkpoint_name)
+
+
+ARCHITECTURE = Architecture(parse=HybridConfig.from_dict, model=Qwen35ForCausalLM, backbone=HybridBackbone,
+                            ignore=tuple(IGNORED_TENSORS), read=read_checkpoint, overrides=PRETRAINED_OVERRIDES,
+                            chat_template=True)
+
+
 def build(cfg: BackboneConfig) -> HybridBackbone:
     """A Qwen3.5 backbone from a checkpoint (`cfg.pretrained`; `cfg.model` may override only
     rope_parameters and max_position_embeddings, the YaRN switch) or random weights
     (`cfg.model`, Qwen3_5TextConfig field names). `cfg.window` gives the attention layers a
     sliding window."""
-    device = resolve_device(cfg.device)
-    dtype = resolve_dtype(cfg.dtype, device)
-    template = None
-    if cfg.pretrained is not None:
-        extra = set(cfg.model) - set(PRETRAINED_OVERRIDES)
-        if extra:
-            raise ConfigError(f"backbone.model.{sorted(extra)[0]}: with a checkpoint only "
-                              f"{', '.join(PRETRAINED_OVERRIDES)} may be overridden; the rest comes from its config.json")
-        directory = resolve_pretrained(cfg.pretrained, cfg.revision)
-        raw = read_config(directory)
-        text = dict(raw.get("text_config", raw))
-        text.setdefault("tie_word_embeddings", raw.get("tie_word_embeddings", False))
-        text.update(cfg.model)
-        conf = HybridConfig.from_dict(text, where=str(directory / "config.json"))
-        model = new_model(Qwen35ForCausalLM, conf, device, dtype, keep_fp32=DECAY_GATES)
-        load_weights(model, WeightFiles(directory), ignore=IGNORED_TENSORS, rename=checkpoint_name,
-                     source=str(directory))
-        tokenizer = load_tokenizer(cfg.tokenizer, directory)
-        template = read_chat_template(directory, cfg.pretrained, cfg.revision)
-    else:
-        conf = HybridConfig.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = new_model(Qwen35ForCausalLM, conf, device, dtype, seed=cfg.seed, keep_fp32=DECAY_GATES)
-        tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    check_vocab(tokenizer, conf.vocab_size)
-    return HybridBackbone(model, tokenizer, cfg.name, cfg.prefill_chunk, cfg.window, template)
-
+    return build_backbone(cfg, ARCHITECTURE)

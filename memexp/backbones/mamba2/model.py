@@ -30,29 +30,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.base import Channel, Observer, Tokenizer
-from memexp.backbones.gdn.model import RMSNorm
-from memexp.backbones.loading import (
-    DECAY_GATES,
-    BackboneLoadError,
-    WeightFiles,
-    check_vocab,
-    load_tokenizer,
-    load_weights,
-    new_model,
-    read_config,
-    resolve_device,
-    resolve_dtype,
-    resolve_pretrained,
-)
+from memexp.backbones.base import Channel
+from memexp.backbones.build import Architecture, Checkpoint, build_backbone
+from memexp.backbones.loading import DECAY_GATES, BackboneLoadError, WeightFiles, read_config
+from memexp.backbones.modules import RMSNorm, random_init
 from memexp.backbones.ops import gated_rms_norm, short_conv
 from memexp.backbones.ops.ssd import ssd
-from memexp.backbones.stack import LayerStackBackbone, LayerStates, layer_emitter
+from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StackState, StateSpec
 from memexp.config import BackboneConfig, ConfigError
 
 HF_INERT_FIELDS = {  # transformers Mamba2Config fields that do not change inference results
@@ -202,20 +192,20 @@ class Mamba2Mixer(nn.Module):
         window: torch.Tensor,
         emit=None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x: [1, T, hidden]; ssm_state: [1, H, P, N] fp32; window: [1, conv_dim, d_conv - 1].
-        `emit(keys, queries)` receives B and C as [T, G, N], L2-normalised.
-        Returns (out [1, T, hidden], new SSM state, new window)."""
+        """x: [Bt, T, hidden]; ssm_state: [Bt, H, P, N] fp32; window: [Bt, conv_dim, d_conv - 1].
+        `emit(keys, queries)` receives B and C of the first sequence as [T, G, N], L2-normalised.
+        Returns (out [Bt, T, hidden], new SSM state, new window)."""
         c = self.c
-        T = x.shape[1]
+        Bt, T = x.shape[:2]
         z, xBC, dt = self.in_proj(x).split([c.d_inner, c.conv_dim, c.num_heads], dim=-1)
         xBC, window = short_conv(xBC, self.conv1d.weight, self.conv1d.bias, window=window, activation="silu")
         xs, B, C = xBC.split([c.d_inner, c.n_groups * c.state_size, c.n_groups * c.state_size], dim=-1)
-        B = B.view(1, T, c.n_groups, c.state_size)
-        C = C.view(1, T, c.n_groups, c.state_size)
+        B = B.view(Bt, T, c.n_groups, c.state_size)
+        C = C.view(Bt, T, c.n_groups, c.state_size)
         if emit is not None:
             emit(F.normalize(B[0].float(), dim=-1).to(x.dtype), F.normalize(C[0].float(), dim=-1).to(x.dtype))
         y, ssm_state = ssd(
-            xs.view(1, T, c.num_heads, c.head_dim),
+            xs.view(Bt, T, c.num_heads, c.head_dim),
             dt,
             -torch.exp(self.A_log.float()),
             B,
@@ -228,7 +218,7 @@ class Mamba2Mixer(nn.Module):
             chunk_size=c.chunk_size,
         )
         y = gated_rms_norm(
-            y.reshape(1, T, c.d_inner),
+            y.reshape(Bt, T, c.d_inner),
             z,
             self.norm.weight,
             c.layer_norm_epsilon,
@@ -239,11 +229,32 @@ class Mamba2Mixer(nn.Module):
         return self.out_proj(y), ssm_state, window
 
 
-class Mamba2Block(nn.Module):
+# The module tree below mirrors transformers' Mamba2ForCausalLM: attribute paths are the
+# checkpoint's tensor names (the other architectures keep parallel trees for the same reason).
+class Mamba2Block(Layer):
+    """x += mixer(norm(x)), the residual stream in x's dtype (fp32 with residual_in_fp32) and
+    the mixer in the compute dtype; state: SSM state + conv window."""
+
     def __init__(self, c: Mamba2Config) -> None:
         super().__init__()
         self.norm = RMSNorm(c.hidden_size, c.layer_norm_epsilon)
         self.mixer = Mamba2Mixer(c)
+
+    def forward(self, x: torch.Tensor, state: RecurrentState, ctx: LayerContext):
+        h = self.norm(x).to(self.mixer.in_proj.weight.dtype)
+        out, ssm, conv = self.mixer(h, state.recurrent, state.conv, ctx.emit)
+        return x + out.to(x.dtype), RecurrentState(ssm, conv)
+
+    def init_state(self, spec: StateSpec) -> RecurrentState:
+        """SSM state [B, H, P, N] fp32; raw conv window [B, conv_dim, d_conv - 1] (the last xBC inputs)."""
+        c = self.mixer.c
+        return RecurrentState(
+            torch.zeros(spec.batch, c.num_heads, c.head_dim, c.state_size, dtype=torch.float32, device=spec.device),
+            torch.zeros(spec.batch, c.conv_dim, c.conv_kernel - 1, dtype=spec.dtype, device=spec.device))
+
+    def channels(self, index: int) -> list[Channel]:
+        c = self.mixer.c
+        return [Channel(index, g, c.state_size) for g in range(c.n_groups)]
 
 
 class Mamba2Trunk(nn.Module):
@@ -265,92 +276,54 @@ class Mamba2ForCausalLM(nn.Module):
         if c.tie_word_embeddings:
             self.lm_head.weight = self.backbone.embeddings.weight
 
-    @torch.no_grad()
     def init_weights(self, seed: int) -> None:
         """mamba_ssm's initialisation (A in [1, 16], dt in [1e-3, 0.1], D = 1), reproducible
         from `seed` whatever the global RNG holds."""
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        for name, p in self.named_parameters():
-            if name.endswith("A_log"):
-                p.copy_(torch.empty(p.shape).uniform_(1, 16, generator=gen).log())
-            elif name.endswith("dt_bias"):
-                dt = torch.exp(torch.rand(p.shape, generator=gen) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
-                dt = dt.clamp(min=1e-4)
-                p.copy_(dt + torch.log(-torch.expm1(-dt)))
-            elif name.endswith(".D") or name.endswith("norm.weight") or name.endswith("norm_f.weight"):
-                p.fill_(1.0)
-            elif name.endswith("bias"):
-                p.zero_()
-            else:
-                p.copy_(torch.empty(p.shape).normal_(0.0, 0.02, generator=gen))
+        random_init(self, seed, a_min=1.0, ones=(r"\.D$", r"norm\.weight$", r"norm_f\.weight$"))
 
 
-@dataclass
-class Mamba2State(LayerStates):
-    """Per layer: the fp32 SSM state [1, H, P, N] and the raw conv window
-    [1, conv_dim, d_conv - 1] (the last xBC inputs before the conv, compute dtype)."""
+class Mamba2State(StackState):
+    """Per layer a RecurrentState: the fp32 SSM state [1, H, P, N] and the raw conv window."""
 
-    RECURRENT_FIELDS = ("ssm",)
-
-    ssm: list[torch.Tensor]
-    conv: list[torch.Tensor]
-    position: int = 0
+    @property
+    def ssm(self) -> list[torch.Tensor | None]:
+        """The SSM states by layer (Mamba-2's name for the recurrent memory)."""
+        return self.recurrent
 
 
 class Mamba2Backbone(LayerStackBackbone):
     """A Mamba-2 language model at batch size 1."""
 
-    def __init__(self, model: Mamba2ForCausalLM, tokenizer: Tokenizer, name: str, prefill_chunk: int) -> None:
-        super().__init__(model, tokenizer, name, prefill_chunk)
-        c = self.config
-        self.channels = [Channel(layer, g, c.state_size) for layer in range(c.num_hidden_layers) for g in range(c.n_groups)]
+    state_class = Mamba2State
 
-    def init_state(self) -> Mamba2State:
-        c = self.config
-        L = c.num_hidden_layers
-        ssm = [torch.zeros(1, c.num_heads, c.head_dim, c.state_size, dtype=torch.float32, device=self.device)
-               for _ in range(L)]
-        conv = [torch.zeros(1, c.conv_dim, c.conv_kernel - 1, dtype=self.dtype, device=self.device) for _ in range(L)]
-        return Mamba2State(ssm, conv)
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self.model.backbone.layers
 
     @property
     def residual_dtype(self) -> torch.dtype:
         return torch.float32 if self.config.residual_in_fp32 else self.dtype
 
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model.backbone.embeddings(ids)[None].to(self.residual_dtype)
-
-    def _layers(self, state: Mamba2State, x: torch.Tensor, observer: Observer | None, start: int) -> torch.Tensor:
-        for i, block in enumerate(self.model.backbone.layers):
-            out, state.ssm[i], state.conv[i] = block.mixer(block.norm(x).to(self.dtype), state.ssm[i], state.conv[i],
-                                                           layer_emitter(observer, i, start))
-            x = x + out.to(self.residual_dtype)
-        return x
+        return self.model.backbone.embeddings(ids).to(self.residual_dtype)
 
     def _final_norm(self, last: torch.Tensor) -> torch.Tensor:
         return self.model.backbone.norm_f(last).to(self.dtype)
 
 
+def read_checkpoint(directory: Path, overrides: dict, parse) -> Checkpoint:
+    """transformers' format, or mamba_ssm's (config.json with d_model), whose embedding is
+    `backbone.embedding`."""
+    raw = read_config(directory)
+    rename = (lambda n: n.replace("backbone.embedding.", "backbone.embeddings.")) if "d_model" in raw else None
+    return Checkpoint(parse(raw, where=str(directory / "config.json")), WeightFiles(directory), str(directory), rename)
+
+
+ARCHITECTURE = Architecture(parse=Mamba2Config.from_dict, model=Mamba2ForCausalLM, backbone=Mamba2Backbone,
+                            keep_fp32=FP32_PARAMETERS, ignore=tuple(MEGATRON_EXTRA), read=read_checkpoint)
+
+
 def build(cfg: BackboneConfig) -> Mamba2Backbone:
     """A Mamba-2 backbone from a checkpoint (`cfg.pretrained`, either format) or random
     weights (`cfg.model`, transformers' field names)."""
-    device = resolve_device(cfg.device)
-    dtype = resolve_dtype(cfg.dtype, device)
-    if cfg.pretrained is not None:
-        if cfg.model:
-            raise ConfigError(f"backbone.model: fields are for random init only; the architecture of "
-                              f"{cfg.pretrained!r} comes from its config.json (set backbone.model={{}})")
-        directory = resolve_pretrained(cfg.pretrained, cfg.revision)
-        raw = read_config(directory)
-        conf = Mamba2Config.from_dict(raw, where=str(directory / "config.json"))
-        model = new_model(Mamba2ForCausalLM, conf, device, dtype, keep_fp32=FP32_PARAMETERS)
-        rename = (lambda n: n.replace("backbone.embedding.", "backbone.embeddings.")) if "d_model" in raw else None
-        load_weights(model, WeightFiles(directory), ignore=MEGATRON_EXTRA, rename=rename, source=str(directory))
-        tokenizer = load_tokenizer(cfg.tokenizer, directory)
-    else:
-        conf = Mamba2Config.from_dict(cfg.model, strict=True, where="backbone.model")
-        model = new_model(Mamba2ForCausalLM, conf, device, dtype, seed=cfg.seed, keep_fp32=FP32_PARAMETERS)
-        tokenizer = load_tokenizer(cfg.tokenizer or "byte")
-    check_vocab(tokenizer, conf.vocab_size)
-    return Mamba2Backbone(model, tokenizer, cfg.name, cfg.prefill_chunk)
-
+    return build_backbone(cfg, ARCHITECTURE)

@@ -117,6 +117,12 @@ class KVCache:
         if keep is None or self.length <= keep:
             return
         start = self.length - keep
+        if self.k.requires_grad:
+            # Training: autograd saved views of this buffer for the backward pass, so the kept
+            # tail becomes the new buffer instead of being written over the old one.
+            self.k, self.v = self.k[:, start : self.length], self.v[:, start : self.length]
+            self.length = keep
+            return
         self.k[:, :keep] = self.k[:, start : self.length].clone()
         self.v[:, :keep] = self.v[:, start : self.length].clone()
         self.length = keep
@@ -128,6 +134,9 @@ class KVCache:
 
     def clone(self) -> "KVCache":
         return KVCache(self.k[:, : self.length].clone(), self.v[:, : self.length].clone(), self.length, self.window)
+
+    def scale_recurrent(self, lam: float) -> None:
+        """Keys and values are not recurrent memory: a layer state's rescale keeps them."""
 
     def nbytes(self) -> int:
         b, _, h, d = self.k.shape
