@@ -82,6 +82,13 @@ class Registry:
         self._entries[name] = entry
         return entry
 
+    def unregister(self, name: str) -> Entry:
+        """Remove `name` (an outside package undoing its registration, or a test cleaning up)."""
+        self._load_builtins()
+        if name not in self._entries:
+            raise RegistryError(self.unknown_message(name))
+        return self._entries.pop(name)
+
     def get(self, name: Any) -> Entry:
         self._load_builtins()
         if name in self._entries:
