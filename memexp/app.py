@@ -14,7 +14,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from memexp.config import ConfigError, RunConfig, store_schemas, validate
+from memexp.config import ConfigError, RunConfig, schema_node, store_schemas, validate
 from memexp.registry import BENCHES, METHODS
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -52,7 +52,7 @@ def store_options() -> None:
     for group, registry in (("method", METHODS), ("bench", BENCHES)):
         for entry in registry:
             if entry.schema is not None and not (CONF_DIR / group / f"{entry.name}.yaml").is_file():
-                ConfigStore.instance().store(group=group, name=entry.name, node=entry.load_schema())
+                ConfigStore.instance().store(group=group, name=entry.name, node=schema_node(entry))
 
 
 def compose(overrides: list[str]) -> DictConfig:

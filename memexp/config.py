@@ -254,7 +254,14 @@ def store_schemas() -> None:
     for group, registry in (("method", METHODS), ("bench", BENCHES)):
         for entry in registry:
             if entry.schema is not None:
-                store.store(group=f"schema/{group}", name=entry.name, node=entry.load_schema())
+                store.store(group=f"schema/{group}", name=entry.name, node=schema_node(entry))
+
+
+def schema_node(entry: Any) -> DictConfig:
+    """An entry's schema with its defaults, named as registered (`name` picks the schema in `validate`)."""
+    node = OmegaConf.structured(entry.load_schema())
+    node.name = entry.name
+    return node
 
 
 def __getattr__(name: str) -> Any:

@@ -33,4 +33,4 @@ class LongBenchConfig(BenchConfig):
         _optional_at_least("bench.max_new_tokens", self.max_new_tokens, 1)
 
 
-BENCHES.register("longbench", "memexp.benchmarks.longbench:LongBench", schema=LongBenchConfig)
+BENCHES.register(LongBenchConfig.name, "memexp.benchmarks.longbench:LongBench", schema=LongBenchConfig)

@@ -34,4 +34,4 @@ class LongBenchV2Config(BenchConfig):
         _optional_at_least("bench.num_samples", self.num_samples, 1)
 
 
-BENCHES.register("longbench_v2", "memexp.benchmarks.longbench_v2:LongBenchV2", schema=LongBenchV2Config)
+BENCHES.register(LongBenchV2Config.name, "memexp.benchmarks.longbench_v2:LongBenchV2", schema=LongBenchV2Config)

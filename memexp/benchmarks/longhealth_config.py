@@ -35,4 +35,4 @@ class LongHealthConfig(BenchConfig):
         _optional_at_least("bench.num_samples", self.num_samples, 1)
 
 
-BENCHES.register("longhealth", "memexp.benchmarks.longhealth:LongHealth", schema=LongHealthConfig)
+BENCHES.register(LongHealthConfig.name, "memexp.benchmarks.longhealth:LongHealth", schema=LongHealthConfig)

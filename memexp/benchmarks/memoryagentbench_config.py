@@ -36,5 +36,5 @@ class MemoryAgentBenchConfig(BenchConfig):
         _optional_at_least("bench.max_questions", self.max_questions, 1)
 
 
-BENCHES.register("memoryagentbench", "memexp.benchmarks.memoryagentbench:MemoryAgentBench",
+BENCHES.register(MemoryAgentBenchConfig.name, "memexp.benchmarks.memoryagentbench:MemoryAgentBench",
                  schema=MemoryAgentBenchConfig)

@@ -29,4 +29,4 @@ class QualityConfig(BenchConfig):
         _optional_at_least("bench.num_samples", self.num_samples, 1)
 
 
-BENCHES.register("quality", "memexp.benchmarks.quality:Quality", schema=QualityConfig)
+BENCHES.register(QualityConfig.name, "memexp.benchmarks.quality:Quality", schema=QualityConfig)

@@ -16,4 +16,4 @@ class JRTConfig(MethodConfig):
     separator: str = "\n\n"  # text between the first and second reading
 
 
-METHODS.register("jrt", "memexp.methods.jrt:JRT", schema=JRTConfig)
+METHODS.register(JRTConfig.name, "memexp.methods.jrt:JRT", schema=JRTConfig)

@@ -15,4 +15,4 @@ class PlainConfig(MethodConfig):
     name: str = "plain"
 
 
-METHODS.register("plain", "memexp.methods.plain:Plain", schema=PlainConfig)
+METHODS.register(PlainConfig.name, "memexp.methods.plain:Plain", schema=PlainConfig)

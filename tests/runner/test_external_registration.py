@@ -132,7 +132,8 @@ def test_capabilities_come_from_the_registry(toys):
 
 
 UNKNOWN = [
-    (["backbone.arch=gnd"], "backbone.arch='gnd': did you mean gdn? allowed values are gdn, gdn2, mamba2, qwen35, llama"),
+    (["backbone.arch=gnd"], "backbone.arch='gnd': did you mean gdn? allowed values are gdn, gdn2, mamba2, qwen35, "
+                            "llama"),
     (["method=nootbank"], "method=nootbank: did you mean notebank? allowed values are jrt, notebank, plain"),
     (["method.name=jtr"], "method.name='jtr': did you mean jrt? allowed values are plain, jrt, notebank"),
     (["method.router=bm52"], "method.router='bm52': did you mean bm25? allowed values are native, random, bm25, "
@@ -152,7 +153,7 @@ def test_unknown_name_is_one_line_with_did_you_mean(overrides, expected):
 
 
 def test_registries_reject_unknown_names_directly():
-    for registry, name, close in ((ARCHS, "mamba", "mamba2"), (METHODS, "plane", "plain"), (ROUTERS, "oracles", "oracle"),
-                                  (BENCHES, "qualty", "quality")):
+    for registry, name, close in ((ARCHS, "mamba", "mamba2"), (METHODS, "plane", "plain"),
+                                  (ROUTERS, "oracles", "oracle"), (BENCHES, "qualty", "quality")):
         with pytest.raises(RegistryError, match=f"did you mean {close}\\?"):
             registry.get(name)

@@ -43,4 +43,4 @@ class RulerConfig(BenchConfig):
             _at_least("bench.max_new_tokens", self.max_new_tokens, 1)
 
 
-BENCHES.register("ruler", "memexp.benchmarks.ruler.benchmark:Ruler", schema=RulerConfig)
+BENCHES.register(RulerConfig.name, "memexp.benchmarks.ruler.benchmark:Ruler", schema=RulerConfig)

@@ -44,5 +44,5 @@ class NoteBankConfig(MethodConfig):
 
 
 # NoteBank writes and addresses notes in the backbone's recurrent channels (config.validate checks it).
-METHODS.register("notebank", "memexp.methods.notebank.method:NoteBank", schema=NoteBankConfig,
+METHODS.register(NoteBankConfig.name, "memexp.methods.notebank.method:NoteBank", schema=NoteBankConfig,
                  requires=("recurrent_channels",))
