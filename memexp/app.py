@@ -185,3 +185,9 @@ def hydra_run(argv: list[str]) -> int:
 
 def to_yaml(cfg: DictConfig) -> str:
     return OmegaConf.to_yaml(cfg)
+
+
+# Composing conf/ through Hydra's own API (initialize_config_dir + compose, a launcher's worker)
+# needs the schemas the YAMLs name: importing memexp.app stores them. `compose` and `hydra_run`
+# store again, for entries registered after this import.
+store_options()

@@ -157,3 +157,26 @@ def test_registries_reject_unknown_names_directly():
                                   (ROUTERS, "oracles", "oracle"), (BENCHES, "qualty", "quality")):
         with pytest.raises(RegistryError, match=f"did you mean {close}\\?"):
             registry.get(name)
+
+
+class FirstNotes:
+    """A router of the test's own: always the first `replay_budget` notes."""
+
+    needs_probe = False
+
+    def __init__(self, replay_budget: int) -> None:
+        self.replay_budget = replay_budget
+
+
+def test_an_outside_router_is_chosen_by_name():
+    from memexp.methods.notebank.router import build_router
+
+    ROUTERS.register("toy_first", FirstNotes)
+    try:
+        assert load_config(["backbone=tiny_gdn_random", "method.router=toy_first"]).method.router == "toy_first"
+        router = build_router("toy_first", 3, seed=0)
+        assert isinstance(router, FirstNotes) and router.replay_budget == 3 and router.name == "toy_first"
+    finally:
+        ROUTERS.unregister("toy_first")
+    with pytest.raises(ConfigError, match="method.router='toy_first': allowed values are native, random"):
+        load_config(["method.router=toy_first"])
