@@ -6,13 +6,16 @@ up front, so a wrong value stops the command with one line before any model load
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from memexp.config import ConfigError, RunConfig, validate
+from memexp.config import ConfigError, RunConfig, schema_node, store_schemas, validate
+from memexp.registry import BENCHES, METHODS
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 # Errors that describe what the user must fix (a bad value, a missing checkpoint or dataset):
@@ -22,8 +25,12 @@ GROUPS = ("backbone", "method", "bench", "logger", "experiment", "hydra/launcher
 
 
 def group_options(group: str) -> list[str]:
+    """The YAML options of a conf/ group; for method and bench also every registered name (an
+    outside package's entry runs by name, composed from its schema's defaults)."""
     d = CONF_DIR / group
-    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+    files = {p.stem for p in d.glob("*.yaml")} if d.is_dir() else set()
+    registry = {"method": METHODS, "bench": BENCHES}.get(group)
+    return sorted(files | set(registry.names() if registry is not None else ()))
 
 
 _FIELD_OVERRIDE = re.compile(r"^(backbone|method|bench|logger)\.[A-Za-z_][\w.]*=")
@@ -35,12 +42,26 @@ def schema_overrides(overrides: list[str]) -> list[str]:
     return ["++" + o if _FIELD_OVERRIDE.match(o) else o for o in overrides]
 
 
+def store_options() -> None:
+    """Every schema in Hydra's ConfigStore (see `store_schemas`), and a method or benchmark that is
+    registered but has no YAML in conf/ (an outside package's) as a group option made of its
+    schema's defaults, so that `method=<name>` / `bench=<name>` runs it."""
+    from hydra.core.config_store import ConfigStore
+
+    store_schemas()
+    for group, registry in (("method", METHODS), ("bench", BENCHES)):
+        for entry in registry:
+            if entry.schema is not None and not (CONF_DIR / group / f"{entry.name}.yaml").is_file():
+                ConfigStore.instance().store(group=group, name=entry.name, node=schema_node(entry))
+
+
 def compose(overrides: list[str]) -> DictConfig:
     """Compose conf/config.yaml with `overrides` (no sweeps), raising ConfigError."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    store_options()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -104,7 +125,13 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
     if m:
         group, option = m.group(1), m.group(2)
         allowed = getattr(e, "options", None) or group_options(group)
-        return f"{group}={option}: allowed values are {', '.join(allowed)}"
+        close = difflib.get_close_matches(option, allowed, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        return f"{group}={option}: {hint}allowed values are {', '.join(allowed)}"
+    cause = e.__cause__
+    if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
+        # a value the schema's type rejects while composing, e.g. method.chunk_size=abc
+        return f"{cause.full_key}: {str(cause).splitlines()[0]}"
     m = re.search(r"Could not override '([^']+)'", text)
     if m:
         key = m.group(1)
@@ -144,6 +171,7 @@ def hydra_run(argv: list[str]) -> int:
             print(f"memexp: {str(e).strip()}", file=sys.stderr)
             raise SystemExit(1) from None
 
+    store_options()
     saved = sys.argv
     sys.argv = [saved[0], *schema_overrides(argv)]
     try:
@@ -157,3 +185,9 @@ def hydra_run(argv: list[str]) -> int:
 
 def to_yaml(cfg: DictConfig) -> str:
     return OmegaConf.to_yaml(cfg)
+
+
+# Composing conf/ through Hydra's own API (initialize_config_dir + compose, a launcher's worker)
+# needs the schemas the YAMLs name: importing memexp.app stores them. `compose` and `hydra_run`
+# store again, for entries registered after this import.
+store_options()

@@ -7,18 +7,17 @@ locally (RULER's synthetic tasks) have nothing to fetch.
 
 from __future__ import annotations
 
-import importlib
+import sys
 from pathlib import Path
 
-from memexp.benchmarks import REGISTRY
 from memexp.benchmarks.datasets import BenchmarkDataError, is_cached, offline
 from memexp.config import BenchConfig
+from memexp.registry import BENCHES
 
 
 def download(bench_cfg: BenchConfig) -> Path:
     """Fetch the benchmark's data unless already cached; returns the cache folder."""
-    target = REGISTRY.get(bench_cfg.name)
-    module = importlib.import_module(target.partition(":")[0]) if target else None
+    module = sys.modules[BENCHES.get(bench_cfg.name).load().__module__] if bench_cfg.name in BENCHES else None
     fetch = getattr(module, "download", None)
     if fetch is None:
         raise BenchmarkDataError(f"bench={bench_cfg.name}: nothing to download (its data is made locally)")

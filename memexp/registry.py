@@ -6,7 +6,7 @@ Capabilities that validation needs live in the entry's `meta`, never in `if name
 
     ARCHS = Registry("backbone.arch")
     ARCHS.register("gdn", "memexp.backbones.gdn.model:build", schema=..., recurrent_channels=True)
-    ARCHS.get("gnd")   # ConfigError: backbone.arch='gnd': unknown; did you mean gdn? allowed values are ...
+    ARCHS.get("gnd")   # RegistryError: backbone.arch='gnd': did you mean gdn? allowed values are ...
 """
 
 from __future__ import annotations
@@ -59,10 +59,20 @@ class Registry:
         # modules that register memexp's own entries when imported; imported on first look-up,
         # so that naming a registry costs nothing and each entry is registered beside its code
         self._builtins = list(builtins)
+        self._loading = False
 
     def _load_builtins(self) -> None:
-        while self._builtins:
-            importlib.import_module(self._builtins.pop(0))
+        # a look-up made while a builtin module imports leaves the loading to the outer call, so
+        # entries keep the order of `builtins` (the order "allowed values are ..." lists them)
+        if self._loading:
+            return
+        self._loading = True
+        try:
+            while self._builtins:
+                importlib.import_module(self._builtins[0])
+                self._builtins.pop(0)
+        finally:
+            self._loading = False
 
     def register(self, name: str, target: Any, schema: Any = None, **meta: Any) -> Entry:
         """Add or replace `name`. Outside packages call this once to make a name runnable."""
@@ -71,6 +81,13 @@ class Registry:
         entry = Entry(name, target, schema, dict(meta))
         self._entries[name] = entry
         return entry
+
+    def unregister(self, name: str) -> Entry:
+        """Remove `name` (an outside package undoing its registration, or a test cleaning up)."""
+        self._load_builtins()
+        if name not in self._entries:
+            raise RegistryError(self.unknown_message(name))
+        return self._entries.pop(name)
 
     def get(self, name: Any) -> Entry:
         self._load_builtins()
@@ -83,7 +100,7 @@ class Registry:
         allowed = ", ".join(self._entries)
         close = difflib.get_close_matches(str(name), list(self._entries), n=1) if name is not None else []
         hint = f"did you mean {close[0]}? " if close else ""
-        return f"{self.field}={name!r}: unknown; {hint}allowed values are {allowed}"
+        return f"{self.field}={name!r}: {hint}allowed values are {allowed}"
 
     def names(self) -> list[str]:
         self._load_builtins()
@@ -102,6 +119,14 @@ class Registry:
         return len(self._entries)
 
 
-# The four axes. Each builtin module registers its entries beside its implementation.
+# The four axes. Each builtin module registers its entries beside its implementation: the
+# architectures from their packages, methods and benchmarks from the light schema modules beside
+# their code (no torch, so that validating a config loads no model code).
 ARCHS = Registry("backbone.arch", builtins=tuple(f"memexp.backbones.{p}" for p in
                                                  ("gdn", "gdn2", "mamba2", "hybrid", "attention")))
+METHODS = Registry("method.name", builtins=("memexp.methods.plain_config", "memexp.methods.jrt_config",
+                                            "memexp.methods.notebank.config"))
+ROUTERS = Registry("method.router", builtins=("memexp.methods.notebank.routers",))
+BENCHES = Registry("bench.name", builtins=tuple(f"memexp.benchmarks.{m}" for m in (
+    "ruler.config", "longbench_config", "longbench_v2_config", "memoryagentbench_config", "quality_config",
+    "longhealth_config")))

@@ -4,26 +4,31 @@
     bb = load_backbone("tiny_gdn_random")        # a YAML in conf/backbone/
     bb = load_backbone({"arch": "gdn", "pretrained": "/path/to/dir"})
 
-Each arch maps to a lazy import string `module:function`; the function takes a
-`BackboneConfig` and returns a `Backbone`. A new backbone plugs in by adding its entry
-here (or calling `register`).
+Each arch is an entry of `memexp.registry.ARCHS`, registered from its package's `__init__`:
+a lazy `module:function` that takes a `BackboneConfig` and returns a `Backbone`, and the
+capabilities validation reads (`recurrent_channels`, ...). An outside package plugs in an
+architecture with one `register` call. The interface names load lazily, so that naming an
+architecture while validating a config imports no torch.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer
-from memexp.backbones.loading import BackboneLoadError
 from memexp.config import BackboneConfig, ConfigError
 from memexp.registry import ARCHS
+
+if TYPE_CHECKING:
+    from memexp.backbones.base import Backbone
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "backbone"
 
 
-def register(arch: str, target: str, schema=None, **meta) -> None:
-    """Map `arch` to a builder given as 'module:function' (see `memexp.registry.ARCHS`)."""
+def register(arch: str, target: Any, schema: Any = None, **meta: Any) -> None:
+    """Make `backbone.arch=<arch>` runnable: `target` builds a Backbone from a BackboneConfig
+    ("module:function" or the function); meta flags such as `recurrent_channels=True` are what
+    validation asks of it (see `memexp.registry.ARCHS`)."""
     ARCHS.register(arch, target, schema, **meta)
 
 
@@ -54,16 +59,29 @@ def backbone_config(spec: BackboneConfig | dict | str) -> BackboneConfig:
 def load_backbone(spec: BackboneConfig | dict | str) -> Backbone:
     """Build the backbone described by `spec` (see `backbone_config`)."""
     cfg = backbone_config(spec)
-    if cfg.arch not in ARCHS:
-        raise ConfigError(ARCHS.unknown_message(cfg.arch))
-    module_name, func = ARCHS.get(cfg.arch).target.split(":")
+    entry = ARCHS.get(cfg.arch)  # BackboneConfig has checked the name
     try:
-        module = importlib.import_module(module_name)
+        build = entry.load()
     except ModuleNotFoundError as e:
-        if e.name != module_name:
+        module_name = entry.target.partition(":")[0] if isinstance(entry.target, str) else None
+        if module_name is None or e.name != module_name:
             raise
+        from memexp.backbones.loading import BackboneLoadError
+
         raise BackboneLoadError(f"backbone.arch={cfg.arch!r}: its implementation {module_name} is not available") from None
-    return getattr(module, func)(cfg)
+    return build(cfg)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Backbone", "Channel", "Observer", "State", "Tokenizer"):
+        from memexp.backbones import base
+
+        return getattr(base, name)
+    if name == "BackboneLoadError":
+        from memexp.backbones.loading import BackboneLoadError
+
+        return BackboneLoadError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

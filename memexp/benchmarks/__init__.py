@@ -1,25 +1,38 @@
-"""Benchmarks: `build_benchmark(cfg)` turns a validated bench config into a Benchmark."""
+"""Benchmarks: `build_benchmark(cfg)` turns a validated bench config into a Benchmark.
+
+Benchmarks are named in `memexp.registry.BENCHES` (schema + lazy target, registered beside each
+implementation); this package's names load lazily, so importing a benchmark's schema module
+(validation) imports no torch.
+"""
 
 from __future__ import annotations
 
-import importlib
+from typing import TYPE_CHECKING, Any
 
-from memexp.benchmarks.base import Benchmark, Example, Question
+from memexp.registry import BENCHES
 
-# bench name -> "module:Class"; each class takes its validated config dataclass.
-REGISTRY = {
-    "ruler": "memexp.benchmarks.ruler:Ruler",
-    "longbench": "memexp.benchmarks.longbench:LongBench",
-    "longbench_v2": "memexp.benchmarks.longbench_v2:LongBenchV2",
-    "memoryagentbench": "memexp.benchmarks.memoryagentbench:MemoryAgentBench",
-    "quality": "memexp.benchmarks.quality:Quality",
-    "longhealth": "memexp.benchmarks.longhealth:LongHealth",
-}
+if TYPE_CHECKING:
+    from memexp.benchmarks.base import Benchmark
 
 
-def build_benchmark(cfg) -> Benchmark:
-    module, _, cls = REGISTRY[cfg.name].partition(":")
-    return getattr(importlib.import_module(module), cls)(cfg)
+def build_benchmark(cfg) -> "Benchmark":
+    """The Benchmark registered as `cfg.name`, built from its validated config."""
+    return BENCHES.get(cfg.name).load()(cfg)
 
 
-__all__ = ["Benchmark", "Example", "Question", "build_benchmark", "REGISTRY"]
+def register(name: str, target: Any, schema: Any = None, **meta: Any) -> None:
+    """Make `bench=<name>` runnable: `target` is a Benchmark class (or "module:Class") taking its
+    config, `schema` its config dataclass. A module-level `download(cfg)` beside the class serves
+    `python -m memexp data`."""
+    BENCHES.register(name, target, schema, **meta)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Benchmark", "Example", "Question"):
+        from memexp.benchmarks import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["Benchmark", "Example", "Question", "build_benchmark", "register"]

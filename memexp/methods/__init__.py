@@ -1,25 +1,37 @@
-"""Memory methods: `build_method(cfg)` turns a validated method config into a Method."""
+"""Memory methods: `build_method(cfg)` turns a validated method config into a Method.
+
+Methods are named in `memexp.registry.METHODS` (schema + lazy target, registered beside each
+implementation); this package's names load lazily, so importing a method's schema module
+(validation) imports no torch.
+"""
 
 from __future__ import annotations
 
-from memexp.config import MethodConfig
-from memexp.methods.base import Answer, Memory, Method
+from typing import TYPE_CHECKING, Any
+
+from memexp.registry import METHODS
+
+if TYPE_CHECKING:
+    from memexp.methods.base import Method
 
 
-def build_method(cfg: MethodConfig) -> Method:
-    if cfg.name == "plain":
-        from memexp.methods.plain import Plain
-
-        return Plain(cfg)
-    if cfg.name == "jrt":
-        from memexp.methods.jrt import JRT
-
-        return JRT(cfg)
-    if cfg.name == "notebank":
-        from memexp.methods.notebank.method import NoteBank
-
-        return NoteBank(cfg)
-    raise ValueError(f"method.name={cfg.name!r}: no implementation")
+def build_method(cfg) -> "Method":
+    """The Method registered as `cfg.name`, built from its validated config."""
+    return METHODS.get(cfg.name).load()(cfg)
 
 
-__all__ = ["Answer", "Memory", "Method", "build_method"]
+def register(name: str, target: Any, schema: Any = None, **meta: Any) -> None:
+    """Make `method=<name>` runnable: `target` is a Method class (or "module:Class") taking its config,
+    `schema` its config dataclass; `requires=("recurrent_channels",)` names what it needs of a backbone."""
+    METHODS.register(name, target, schema, **meta)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Answer", "Memory", "Method"):
+        from memexp.methods import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["Answer", "Memory", "Method", "build_method", "register"]

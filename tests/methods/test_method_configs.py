@@ -5,14 +5,17 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.config import METHODS, NoteBankConfig, _build
+from memexp.config import NoteBankConfig, _build
+from memexp.registry import METHODS
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 @pytest.mark.parametrize("name", ["plain", "jrt", "notebank"])
 def test_method_yaml_validates(name):
-    cfg = _build(METHODS[name], OmegaConf.load(CONF / "method" / f"{name}.yaml"), "method")
+    node = OmegaConf.load(CONF / "method" / f"{name}.yaml")
+    assert list(node.defaults) == [f"/schema/method/{name}@_here_", "_self_"]  # it names its schema
+    cfg = _build(METHODS.get(name).load_schema(), node, "method")
     assert cfg.name == name
 
 
@@ -35,6 +38,9 @@ def test_mamba2_overrides_chunk_size_and_resets_the_state(backbone):
 def test_hydra_composes_the_backbone_override_into_the_method_group():
     from hydra import compose, initialize_config_dir
 
+    from memexp.config import store_schemas
+
+    store_schemas()  # the YAMLs name their schemas in Hydra's ConfigStore
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
         cfg = compose("config", overrides=["method=notebank", "method_for_backbone=notebank_mamba2"])
     method = _build(NoteBankConfig, cfg.method, "method")

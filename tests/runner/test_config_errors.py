@@ -8,6 +8,7 @@ from omegaconf import OmegaConf
 
 from memexp.app import CONF_DIR, group_options, load_config
 from memexp.config import ConfigError
+from memexp.registry import ARCHS
 
 BAD = [
     (["backbone=no_such_model"], "backbone=no_such_model: allowed values are"),
@@ -69,9 +70,9 @@ def test_multirun_validates_every_job_before_running():
 def test_every_shipped_option_composes_and_validates(tmp_path):
     for group in ("backbone", "method", "bench", "logger"):
         for option in group_options(group):
-            # attention backbones have no channels for the default NoteBank: they run Plain or JRT
-            attention = group == "backbone" and OmegaConf.load(CONF_DIR / "backbone" / f"{option}.yaml").arch == "llama"
-            method = ["method=plain"] if attention else []
+            # backbones without recurrent channels (attention) cannot run the default NoteBank: they run Plain
+            arch = OmegaConf.load(CONF_DIR / "backbone" / f"{option}.yaml").arch if group == "backbone" else "gdn"
+            method = [] if ARCHS.get(arch).meta.get("recurrent_channels") else ["method=plain"]
             try:
                 cfg = load_config([f"{group}={option}", *method])
             except ConfigError as e:

@@ -28,6 +28,7 @@ from memexp.backbones.base import Tokenizer
 from memexp.benchmarks.base import Question
 from memexp.kernels import routing
 from memexp.methods.notebank.archive import Archive
+from memexp.registry import ROUTERS
 
 
 @dataclass
@@ -63,7 +64,6 @@ def _selection(archive: Archive, picked: list[int], scores: torch.Tensor | None)
 
 
 class NativeRouter:
-    name = "native"
     needs_probe = True
 
     def __init__(self, replay_budget: int) -> None:
@@ -76,7 +76,6 @@ class NativeRouter:
 
 
 class RandomRouter:
-    name = "random"
     needs_probe = False
 
     def __init__(self, replay_budget: int, seed: int) -> None:
@@ -89,7 +88,6 @@ class RandomRouter:
 
 
 class BM25Router:
-    name = "bm25"
     needs_probe = False
 
     def __init__(self, replay_budget: int) -> None:
@@ -118,7 +116,6 @@ class BM25Router:
 
 
 class EmbeddingRouter:
-    name = "embedding"
     needs_probe = False
 
     def __init__(self, replay_budget: int) -> None:
@@ -142,7 +139,6 @@ class EmbeddingRouter:
 
 
 class OracleRouter:
-    name = "oracle"
     needs_probe = False
 
     def __init__(self, replay_budget: int) -> None:
@@ -157,14 +153,9 @@ class OracleRouter:
 
 
 def build_router(name: str, replay_budget: int, seed: int):
-    if name == "native":
-        return NativeRouter(replay_budget)
-    if name == "random":
-        return RandomRouter(replay_budget, seed)
-    if name == "bm25":
-        return BM25Router(replay_budget)
-    if name == "embedding":
-        return EmbeddingRouter(replay_budget)
-    if name == "oracle":
-        return OracleRouter(replay_budget)
-    raise ValueError(f"method.router={name!r}: allowed values are native, random, bm25, embedding, oracle")
+    """The router registered as `name` in memexp.registry.ROUTERS (see memexp/methods/notebank/routers.py)."""
+    entry = ROUTERS.get(name)
+    cls = entry.load()
+    router = cls(replay_budget, seed) if entry.meta.get("seeded") else cls(replay_budget)
+    router.name = entry.name  # what records and the native-score report read
+    return router

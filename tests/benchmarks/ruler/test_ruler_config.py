@@ -1,29 +1,33 @@
-"""The bench=ruler config group: the YAML holds exactly RulerConfig's fields, and every task
-the schema allows has a generator."""
+"""The bench=ruler config group: the YAML names RulerConfig and composes to its defaults, and the
+schema allows exactly the tasks of the generator's task table."""
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 
+import pytest
 from omegaconf import OmegaConf
 
+from memexp.app import load_config
 from memexp.benchmarks.ruler import Ruler
 from memexp.benchmarks.ruler.tasks import TASKS
 from memexp.benchmarks.ruler.templates import COMMON_WORDS, FREQ_WORDS, NIAH, QA, VARIABLE_TRACKING
-from memexp.config import RULER_TASKS, RulerConfig
+from memexp.config import ConfigError, RulerConfig
 
 YAML = Path(__file__).resolve().parents[3] / "conf" / "bench" / "ruler.yaml"
 
 
-def test_yaml_fields_are_the_schema_fields_with_its_defaults():
+def test_yaml_names_the_schema_and_composes_to_its_defaults():
     node = OmegaConf.load(YAML)
-    assert list(node.keys()) == [f.name for f in fields(RulerConfig)]
-    assert OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RulerConfig), node)) == RulerConfig()
+    assert list(node.defaults) == ["/schema/bench/ruler@_here_", "_self_"]
+    # a backbone without a bench_for_backbone/ruler_<backbone>.yaml gets the schema's defaults
+    assert load_config(["bench=ruler", "backbone=tiny_gdn_random"]).bench == RulerConfig()
 
 
-def test_every_schema_task_has_a_generator():
-    assert set(TASKS) == set(RULER_TASKS)
+def test_the_schema_allows_exactly_the_task_table():
+    assert RulerConfig(tasks=list(TASKS)).tasks == list(TASKS)
+    with pytest.raises(ConfigError, match="bench.tasks='niah_single_4'"):
+        RulerConfig(tasks=["niah_single_4"])
 
 
 def test_generation_budgets_and_metrics():

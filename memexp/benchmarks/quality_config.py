@@ -1,0 +1,32 @@
+"""QuALITY's schema and registration (light: no torch, so validating a config loads no benchmark code)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from memexp.config import BenchConfig, _at_least, _choice, _optional_at_least
+from memexp.registry import BENCHES
+
+
+@dataclass
+class QualityConfig(BenchConfig):
+    """QuALITY multiple-choice QA over a story, one example per article (Titan-Llama paper)."""
+
+    name: str = "quality"
+    split: str = "dev"  # dev | train (test labels are not released)
+    max_length: Optional[int] = None  # middle-truncate context + longest question; null = never
+    max_new_tokens: int = 10  # ZeroSCROLLS' budget for QuALITY
+    num_samples: Optional[int] = None  # first articles; null = all
+    data_path: Optional[str] = None  # a QuALITY.v1.0.1.htmlstripped.<split> file or its folder
+    cache_dir: str = "outputs/cache/data/quality"
+    url: str = "https://raw.githubusercontent.com/nyu-mll/quality/main/data/v1.0.1/"
+
+    def __post_init__(self) -> None:
+        _choice("bench.split", self.split, ("dev", "train"))
+        _optional_at_least("bench.max_length", self.max_length, 2)
+        _at_least("bench.max_new_tokens", self.max_new_tokens, 1)
+        _optional_at_least("bench.num_samples", self.num_samples, 1)
+
+
+BENCHES.register(QualityConfig.name, "memexp.benchmarks.quality:Quality", schema=QualityConfig)

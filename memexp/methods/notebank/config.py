@@ -1,0 +1,48 @@
+"""NoteBank-TF's schema and registration (light: no torch, so validating a config loads no model code)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from memexp.config import ConfigError, MethodConfig, _at_least, _choice
+from memexp.registry import METHODS, ROUTERS
+
+
+@dataclass
+class NoteBankConfig(MethodConfig):
+    """NoteBank-TF (NoteBank paper, Algorithm 1 and App. B)."""
+
+    name: str = "notebank"
+    write_budget: int = 2  # W: notes per chunk (1 or 2)
+    replay_budget: int = 2  # R: notes replayed per question
+    span_budget: int = 64  # B: max tokens per note
+    chunk_size: int = 512  # C: tokens per write chunk
+    window: int = 48  # scoring window (tokens)
+    tail: int = 32  # tokens of the previous chunk added to the candidate region
+    address_dim: Optional[int] = 16  # d_rho: coordinates kept per address; null = identity
+    address_seed: int = 0  # seed of the fixed coordinate selection
+    rescale: Optional[float] = None  # lambda applied to the recurrent state before replay; null = none
+    router: str = "native"  # a name in memexp.registry.ROUTERS: native | random | bm25 | embedding | oracle
+    router_seed: int = 0  # seed of the random router
+    note_separator: str = " "  # text between replayed notes
+    replay_suffix: str = " "  # text between the replayed notes and the question
+
+    def __post_init__(self) -> None:
+        _choice("method.write_budget", self.write_budget, (1, 2))
+        _at_least("method.replay_budget", self.replay_budget, 1)
+        _at_least("method.span_budget", self.span_budget, 1)
+        _at_least("method.chunk_size", self.chunk_size, 1)
+        _at_least("method.window", self.window, 1)
+        _at_least("method.tail", self.tail, 0)
+        if self.address_dim is not None:
+            _at_least("method.address_dim", self.address_dim, 1)
+        if self.rescale is not None and not 0.0 <= self.rescale <= 1.0:
+            raise ConfigError(f"method.rescale={self.rescale!r}: must be null or a number in [0, 1]")
+        if self.router not in ROUTERS:
+            raise ConfigError(ROUTERS.unknown_message(self.router))
+
+
+# NoteBank writes and addresses notes in the backbone's recurrent channels (config.validate checks it).
+METHODS.register(NoteBankConfig.name, "memexp.methods.notebank.method:NoteBank", schema=NoteBankConfig,
+                 requires=("recurrent_channels",))

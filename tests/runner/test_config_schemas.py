@@ -1,0 +1,97 @@
+"""Every conf/ option names its schema and states only what differs from it; the composed run shows
+every schema field (`--cfg=job`); the run folder of a config is what it was before the YAMLs were
+stripped (users resume by it); validating a config imports no torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import MISSING, fields
+
+import pytest
+import yaml
+from omegaconf import OmegaConf
+
+from memexp.app import CONF_DIR, compose, group_options, load_config
+from memexp.config import BackboneConfig, LoggerConfig
+from memexp.records import run_folder
+from memexp.registry import BENCHES, METHODS
+
+
+def schema_of(group: str, option: str) -> tuple[str, type]:
+    """(defaults-list entry, dataclass) a conf/<group>/<option>.yaml must name."""
+    if group in ("backbone", "logger"):
+        return f"/schema/{group}@_here_", {"backbone": BackboneConfig, "logger": LoggerConfig}[group]
+    registry = {"method": METHODS, "bench": BENCHES}[group]
+    return f"/schema/{group}/{option}@_here_", registry.get(option).load_schema()
+
+
+def default(f):
+    return f.default_factory() if f.default_factory is not MISSING else f.default
+
+
+OPTIONS = [(g, o) for g in ("backbone", "method", "bench", "logger") for o in group_options(g)
+           if (CONF_DIR / g / f"{o}.yaml").is_file()]
+
+
+@pytest.mark.parametrize("group,option", OPTIONS, ids=[f"{g}/{o}" for g, o in OPTIONS])
+def test_each_option_names_its_schema_and_repeats_no_default(group, option):
+    entry, schema = schema_of(group, option)
+    node = OmegaConf.load(CONF_DIR / group / f"{option}.yaml")
+    assert list(node.get("defaults", [])) == [entry, "_self_"]
+    values = OmegaConf.to_container(node)
+    values.pop("defaults")
+    defaults = {f.name: default(f) for f in fields(schema)}
+    # a backbone states its name and arch, its identity, even where they equal the schema's
+    identity = {"name", "arch"} if group == "backbone" else set()
+    repeated = [k for k, v in values.items() if k not in identity and v == defaults[k]]
+    assert not repeated, f"{group}/{option}.yaml repeats the schema defaults of {repeated}"
+
+
+def test_cfg_job_prints_every_schema_field_of_the_default_run():
+    out = subprocess.run([sys.executable, "-m", "memexp", "run", "--cfg=job"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    job = yaml.safe_load(out.stdout)
+    for group, schema in (("backbone", BackboneConfig), ("method", METHODS.get("notebank").load_schema()),
+                          ("bench", BENCHES.get("ruler").load_schema()), ("logger", LoggerConfig)):
+        assert list(job[group]) == [f.name for f in fields(schema)], group
+    # values: the default run (conf/config.yaml + the tiny_gdn override files)
+    assert job["method"]["router"] == "bm25" and job["bench"]["lengths"] == [1024, 4096, 16384]
+    assert job["backbone"]["pretrained"] == "${memexp_asset:tiny_gdn}" and job["logger"]["name"] == "none"
+
+
+@pytest.mark.parametrize("group,registry", [("method", METHODS), ("bench", BENCHES)])
+def test_every_method_and_bench_composes_with_every_field(group, registry):
+    for entry in registry:
+        node = compose(["backbone=tiny_gdn_random", f"{group}={entry.name}"])[group]
+        assert list(node) == [f.name for f in fields(entry.load_schema())], entry.name
+
+
+# asdict(RunConfig) hashed by memexp.records.run_folder, measured before the YAMLs named their schemas
+# and lost their repeated defaults; tiny_gdn's absolute asset path is replaced (it depends on the clone).
+FOLDERS = [
+    ([], "ruler/tiny_gdn/notebank/a287126abe"),
+    (["backbone=mamba2"], "ruler/mamba2/notebank/dd40e6c3e0"),
+    (["bench=longbench", "method=plain"], "longbench/tiny_gdn/plain/8b6ddb2945"),
+    (["method=jrt", "bench=memoryagentbench", "backbone=qwen35_9b"], "memoryagentbench/qwen35_9b/jrt/52c96d6dc5"),
+]
+
+
+@pytest.mark.parametrize("overrides,folder", FOLDERS, ids=[" ".join(o) or "default" for o, _ in FOLDERS])
+def test_run_folders_are_unchanged(overrides, folder):
+    cfg = load_config(overrides)
+    if cfg.backbone.name == "tiny_gdn":
+        assert cfg.backbone.pretrained == str(CONF_DIR.parent / "memexp" / "assets" / "tiny_gdn")
+        cfg.backbone.pretrained = "ASSET"
+    assert run_folder(cfg).as_posix() == f"outputs/runs/{folder}"
+
+
+def test_validating_every_method_and_bench_imports_no_torch():
+    names = [(g, n) for g, r in (("method", METHODS), ("bench", BENCHES)) for n in r.names()]
+    script = ("import sys; from memexp.app import load_config\n"
+              f"for group, name in {names!r}:\n"
+              "    load_config(['backbone=tiny_gdn_random', f'{group}={name}'])\n"
+              "assert 'torch' not in sys.modules, 'torch imported while validating'\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
