@@ -3,5 +3,5 @@
 from memexp.registry import ARCHS
 
 ARCHS.register("llama", "memexp.backbones.attention.model:build",
-               schema="memexp.backbones.attention.model:AttentionConfig", recurrent_channels=False,
-               costs="memexp.backbones.attention.costs:cost_shapes")
+               schema="memexp.backbones.attention.model:AttentionConfig", recurrent_channels=False, adapters=True,
+               layer_replacement=True, costs="memexp.backbones.attention.costs:cost_shapes")

@@ -3,4 +3,5 @@
 from memexp.registry import ARCHS
 
 ARCHS.register("qwen35", "memexp.backbones.hybrid.model:build", schema="memexp.backbones.hybrid.model:HybridConfig",
-               recurrent_channels=True, costs="memexp.backbones.hybrid.costs:cost_shapes")
+               recurrent_channels=True, adapters=True, layer_replacement=True,
+               costs="memexp.backbones.hybrid.costs:cost_shapes")
