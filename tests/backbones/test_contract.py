@@ -15,6 +15,7 @@ from functools import lru_cache
 import contract_checks as cc
 import pytest
 import torch
+from backbone_checks import check_method_end_to_end
 
 from memexp.backbones import backbone_config, load_backbone
 from memexp.registry import ARCHS
@@ -177,7 +178,8 @@ def test_rescale_zero_equals_memory_zeroed_by_hand(arch, bb):
     x = ids(18)
     _, state = read(bb, x[:12])
     memory = cc.memory_tensors(state, BY_NAME[arch].memory)
-    assert len(memory) == len({c.layer for c in bb.channels}), f"memory tensors {[p for p, _ in memory]}"
+    layer_of = [next(part for part in p if isinstance(part, int)) for p, _ in memory]
+    assert sorted(layer_of) == sorted({c.layer for c in bb.channels}), "memory is held by the channels' layers"
     assert all(t.any() for _, t in memory), "the memory should hold something after 12 tokens"
     others = [t for p, t in cc.tensors(state) if all(p != q for q, _ in memory)]
     assert others and any(t.any() for t in others), "conv windows / KV caches should hold the context"
@@ -303,6 +305,10 @@ def test_generate_is_greedy_from_the_state(arch, bb):
     by_hand = state.clone()
     expected = greedy_by_hand(bb, by_hand, prompt, 7)
     assert bb.generate(state, prompt, max_new_tokens=7, stop=[]) == expected
+    seq = torch.cat([ids(13), prompt]).tolist()
+    for token in expected:  # the same tokens from one fresh read of everything before each
+        assert int(read(bb, seq)[0].argmax()) == token
+        seq.append(token)
     assert state.position == 13 + 4 + 6
     cc.assert_same(state, cc.snapshot(by_hand), what="state after generate")
 
@@ -331,15 +337,40 @@ def test_training_forward_equals_the_inference_forward(arch, bb):
     """train_forward(ids [B, T]) -> logits [B, T, vocab] from the zero state, grad-enabled: at
     every position t it equals forward(fresh state, ids[:t + 1]), and every weight gets a
     finite gradient."""
-    x = torch.stack([ids(11, seed=1), ids(11, seed=2)])
+    x = torch.stack([ids(70, seed=1), ids(70, seed=2)])
     logits = bb.train_forward(x)
-    assert logits.shape == (2, 11, bb.model.lm_head.out_features) and logits.requires_grad
+    assert logits.shape == (2, 70, bb.model.lm_head.out_features) and logits.requires_grad
     for row in range(2):
-        for t in range(11):
+        for t in (0, 1, 4, 5, 9, 63, 64, 69):  # prefill-chunk edges; the recurrences' 64-token chunks
             close(logits[row, t].detach().float(), bb.forward(bb.init_state(), x[row, :t + 1]), f"row {row}, t={t}")
     try:
         logits.float().square().mean().backward()
-        missing = [n for n, p in bb.model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
-        assert not missing, f"no finite gradient for {missing}"
+        missing = [n for n, p in bb.model.named_parameters()
+                   if p.grad is None or not torch.isfinite(p.grad).all() or not p.grad.any()]
+        assert not missing, f"no finite non-zero gradient for {missing}"
     finally:
         bb.model.zero_grad(set_to_none=True)
+
+
+# ---- methods -----------------------------------------------------------------------------------
+
+METHODS = [pytest.param(a, m, id=f"{a}-{m}") for a in NAMES for m in ("plain", "notebank", "notebank-reset")
+           if m == "plain" or a in RECURRENT]
+
+
+@pytest.mark.parametrize("arch, method", METHODS)
+def test_methods_run_end_to_end(arch, bb, method):
+    """Plain, and NoteBank (with and without the clean-start reset before replay), read a context
+    and answer from a copy of its state."""
+    notebank = {"rescale": 0.0} if method == "notebank-reset" else {}
+    memory, context = check_method_end_to_end(bb, method.split("-")[0], **notebank)
+    assert memory.state.position == len(context)
+
+
+@archs(ATTENTION_ONLY)
+def test_notebank_refuses_a_backbone_without_channels(arch, bb):
+    from memexp.config import NoteBankConfig
+    from memexp.methods import build_method
+
+    with pytest.raises(ValueError, match="channel"):
+        build_method(NoteBankConfig(address_dim=4)).read(bb, bb.tokenizer.encode("Fact: the code is 31.", add_bos=True))
