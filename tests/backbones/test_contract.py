@@ -15,7 +15,7 @@ from functools import lru_cache
 import contract_checks as cc
 import pytest
 import torch
-from backbone_checks import check_method_end_to_end
+from backbone_checks import check_method_end_to_end, feed, pieces_of
 
 from memexp.backbones import backbone_config, load_backbone
 from memexp.registry import ARCHS
@@ -75,14 +75,6 @@ def ids(n: int, seed: int = 0) -> torch.Tensor:
     return torch.randint(0, 256, (n,), generator=torch.Generator().manual_seed(seed))
 
 
-def read(backbone, *pieces, state=None):
-    """Forward each piece in turn from `state` (fresh by default); the last logits and the state."""
-    state = backbone.init_state() if state is None else state
-    for piece in pieces:
-        logits = backbone.forward(state, piece)
-    return logits, state
-
-
 def close(a, b, what=""):
     torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5, msg=lambda m: f"{what}: {m}")
 
@@ -110,22 +102,18 @@ def test_continuation_is_exact(arch, bb, cut):
     """forward(A); forward(B) == forward(A + B): the logits after every piece and every tensor
     and counter of the state at the end."""
     conv = BY_NAME[arch].conv
-    width = getattr(bb.config, conv) if conv else 4
+    width = getattr(bb.config, conv) if conv else None  # only the window cuts use it
     if conv:
         assert width >= 3, f"{conv}={width}: the window cuts need a window of at least 2 tokens"
     x = ids(N)
     firsts = CUTS[cut](width)
-    pieces, start = [], 0
-    for n in firsts + [N - sum(firsts)]:
-        pieces.append(x[start:start + n])
-        start += n
-    assert all(p.numel() for p in pieces) and start == N
-    split = bb.init_state()
-    for i, piece in enumerate(pieces):
+    split, end = bb.init_state(), 0
+    for piece in pieces_of(x, firsts + [N - sum(firsts)]):
+        assert piece.numel()
         logits = bb.forward(split, piece)
-        end = sum(p.numel() for p in pieces[:i + 1])
-        close(logits, read(bb, x[:end])[0], f"logits after {end} tokens")
-    _, whole = read(bb, x)
+        end += piece.numel()
+        close(logits, feed(bb, [x[:end]])[0], f"logits after {end} tokens")
+    _, whole = feed(bb, [x])
     assert whole.position == split.position == N
     cc.assert_same(split, cc.snapshot(whole), atol=1e-5, what="split state")
 
@@ -134,9 +122,9 @@ def test_continuation_is_exact(arch, bb, cut):
 def test_prefill_chunk_does_not_change_results(arch, bb):
     """One long chunk (past the recurrences' own 64-token chunks) equals chunks of 5 tokens."""
     x = ids(70, seed=1)
-    short_logits, short = read(bb, x)
+    short_logits, short = feed(bb, [x])
     bb.prefill_chunk = 2048
-    long_logits, long = read(bb, x)
+    long_logits, long = feed(bb, [x])
     close(short_logits, long_logits, "logits")
     cc.assert_same(short, cc.snapshot(long), atol=1e-5, what="chunked state")
 
@@ -150,22 +138,22 @@ def test_clone_is_independent_both_ways(arch, bb):
     leaves every tensor and counter of the other as it was; the original then continues as one
     uninterrupted read."""
     x = ids(30)
-    _, base = read(bb, x[:12])
+    _, base = feed(bb, [x[:12]])
     before = cc.snapshot(base)
     branch = base.clone()
     cc.assert_same(branch, before, what="clone")
     ours = {p: t.data_ptr() for p, t in cc.tensors(base) if t.numel()}
     shared = [cc.format_path(p) for p, t in cc.tensors(branch) if t.numel() and t.data_ptr() in ours.values()]
     assert not shared, f"clone shares storage at {shared}"
-    read(bb, x[12:19], *x[19:22].split(1), state=branch)
+    feed(bb, [x[12:19], *x[19:22].split(1)], branch)
     branch.scale_recurrent(0.5)
     cc.assert_same(base, before, what="original after advancing the clone")
     kept = branch.clone()
     branch_before = cc.snapshot(kept)
-    logits, _ = read(bb, x[12:20], *x[20:].split(1), state=base)
+    logits, _ = feed(bb, [x[12:20], *x[20:].split(1)], base)
     base.scale_recurrent(0.5)
     cc.assert_same(kept, branch_before, what="clone after advancing the original")
-    close(logits, read(bb, x)[0], "original continued after its clone advanced")
+    close(logits, feed(bb, [x])[0], "original continued after its clone advanced")
 
 
 # ---- rescale -----------------------------------------------------------------------------------
@@ -176,7 +164,7 @@ def test_rescale_zero_equals_memory_zeroed_by_hand(arch, bb):
     tensors were zeroed directly (conv windows, KV caches, position kept), and so does what
     follows; 0.5 halves the memory alone; 1 changes nothing."""
     x = ids(18)
-    _, state = read(bb, x[:12])
+    _, state = feed(bb, [x[:12]])
     memory = cc.memory_tensors(state, BY_NAME[arch].memory)
     layer_of = [next(part for part in p if isinstance(part, int)) for p, _ in memory]
     assert sorted(layer_of) == sorted({c.layer for c in bb.channels}), "memory is held by the channels' layers"
@@ -196,13 +184,13 @@ def test_rescale_zero_equals_memory_zeroed_by_hand(arch, bb):
     cc.assert_same(halved, expected, what="after scale_recurrent(0.5)")
     state.scale_recurrent(0.0)
     cc.assert_same(state, cc.snapshot(by_hand), what="after scale_recurrent(0)")
-    close(read(bb, x[12:], state=state)[0], read(bb, x[12:], state=by_hand)[0], "continuation after the reset")
+    close(feed(bb, [x[12:]], state)[0], feed(bb, [x[12:]], by_hand)[0], "continuation after the reset")
     cc.assert_same(state, cc.snapshot(by_hand), atol=1e-6, what="state continued after the reset")
 
 
 @archs(ATTENTION_ONLY)
 def test_rescale_changes_nothing_without_recurrent_memory(arch, bb):
-    _, state = read(bb, ids(12))
+    _, state = feed(bb, [ids(12)])
     before = cc.snapshot(state)
     for lam in (0.0, 0.5, 1.0):
         state.scale_recurrent(lam)
@@ -220,9 +208,9 @@ def test_observer_gets_the_layers_own_keys_and_queries(arch, bb):
     x = ids(17, seed=2)
     layers = sorted({c.layer for c in bb.channels})
     calls = []
-    unobserved, _ = read(bb, x[:3], x[3:])
+    unobserved, _ = feed(bb, [x[:3], x[3:]])
     with cc.recorded_features(bb, BY_NAME[arch].features, layers) as reference:
-        _, state = read(bb, x[:3])
+        _, state = feed(bb, [x[:3]])
         logits = bb.forward(state, x[3:], observer=lambda layer, start, k, q: calls.append((layer, start, k.clone(),
                                                                                               q.clone())))
         refs = {i: reference(i) for i in layers}
@@ -247,10 +235,10 @@ def test_observer_is_never_called_without_channels(arch, bb):
     assert bb.channels == []
     calls = []
     x = ids(12)
-    _, state = read(bb, x[:3])
+    _, state = feed(bb, [x[:3]])
     logits = bb.forward(state, x[3:], observer=lambda *a: calls.append(a))
     assert calls == []
-    torch.testing.assert_close(logits, read(bb, x)[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(logits, feed(bb, [x])[0], atol=1e-5, rtol=1e-5)
 
 
 # ---- state bytes -------------------------------------------------------------------------------
@@ -300,14 +288,14 @@ def greedy_by_hand(bb, state, prompt, steps, stop=(), min_new_tokens=0):
 def test_generate_is_greedy_from_the_state(arch, bb):
     """Generation continues the given state (positions follow the context), equals argmax
     stepping by hand, and leaves the state advanced over every generated token but the last."""
-    _, state = read(bb, ids(13))
+    _, state = feed(bb, [ids(13)])
     prompt = ids(4, seed=5)
     by_hand = state.clone()
     expected = greedy_by_hand(bb, by_hand, prompt, 7)
     assert bb.generate(state, prompt, max_new_tokens=7, stop=[]) == expected
     seq = torch.cat([ids(13), prompt]).tolist()
     for token in expected:  # the same tokens from one fresh read of everything before each
-        assert int(read(bb, seq)[0].argmax()) == token
+        assert int(feed(bb, [seq])[0].argmax()) == token
         seq.append(token)
     assert state.position == 13 + 4 + 6
     cc.assert_same(state, cc.snapshot(by_hand), what="state after generate")
@@ -315,7 +303,7 @@ def test_generate_is_greedy_from_the_state(arch, bb):
 
 @archs(NAMES)
 def test_generate_honours_stop_ids_and_min_new_tokens(arch, bb):
-    _, state = read(bb, ids(13))
+    _, state = feed(bb, [ids(13)])
     prompt = ids(4, seed=5)
     free = greedy_by_hand(bb, state.clone(), prompt, 6)
     stop = [free[2]]
