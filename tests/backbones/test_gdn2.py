@@ -1,6 +1,7 @@
 """GDN-2: the rule matches FLA's naive GDN-2 references; the layer matches a transcription of
-NVlabs' layer; LitGPT .pth and converted directories load; exact continuation, clones,
-rescale, observer, methods; and the output-gate question settled on the real checkpoint."""
+NVlabs' layer; LitGPT .pth and converted directories load; and the output-gate question
+settled on the real checkpoint. The contract every architecture meets (continuation, clones,
+rescale, observer, generate, methods) is checked in test_contract.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from backbone_checks import branch_and_continue, check_method_end_to_end, feed, pieces_of
 
 from memexp.backbones.gdn2.model import build
 from memexp.backbones.loading import BackboneLoadError
@@ -176,46 +176,12 @@ def test_conversion_script_output_loads(litgpt_dir, tmp_path):
     torch.testing.assert_close(backbone.forward(backbone.init_state(), ids), ref, atol=1e-6, rtol=1e-6)
 
 
-@pytest.mark.parametrize("cuts", [[1, 2, 37], [3, 37], [17, 6, 17]])
-def test_continuation_is_exact(cuts):
-    backbone = tiny(prefill_chunk=11)
-    ids = torch.randint(0, 300, (40,))
-    whole, s_whole = feed(backbone, [ids])
-    split, s_split = feed(backbone, pieces_of(ids, cuts))
-    torch.testing.assert_close(split, whole, atol=1e-5, rtol=1e-5)
-    for a, b in zip(s_split.recurrent + s_split.conv, s_whole.recurrent + s_whole.conv):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
-
-
-def test_clone_branches_are_independent_and_rescale():
-    _, branch = branch_and_continue(tiny())
-    windows = [w.clone() for w in branch.conv]
-    branch.scale_recurrent(0.0)
-    assert all(torch.count_nonzero(s) == 0 for s in branch.recurrent)
-    assert all(torch.equal(a, b) for a, b in zip(branch.conv, windows)) and branch.position == 25
-
-
-def test_observer_sees_every_key_head():
-    backbone = tiny(prefill_chunk=6)
-    calls = []
-    backbone.forward(backbone.init_state(), torch.randint(0, 300, (8,)),
-                     observer=lambda layer, start, k, q: calls.append((layer, start, tuple(k.shape), tuple(q.shape))))
-    assert calls == [(0, 0, (6, 2, 8), (6, 2, 8)), (1, 0, (6, 2, 8), (6, 2, 8)),
-                     (0, 6, (2, 2, 8), (2, 2, 8)), (1, 6, (2, 2, 8), (2, 2, 8))]
-
-
 def test_offline_hub_id_fails_clearly(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     with pytest.raises(BackboneLoadError, match="LLM-OS-Models2/gdn2-1.3b-paper-matched"):
         build(BackboneConfig(name="gdn2", arch="gdn2", pretrained="LLM-OS-Models2/gdn2-1.3b-paper-matched",
                              device="cpu"))
-
-
-@pytest.mark.parametrize("method", ["plain", "notebank"])
-def test_methods_run_end_to_end(method):
-    memory, context = check_method_end_to_end(tiny(), method)
-    assert memory.state.position == len(context)
 
 
 PASSAGE = (
