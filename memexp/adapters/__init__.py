@@ -12,10 +12,9 @@
 from memexp.adapters.base import AdapterError, Adapters, freeze_base, model_of
 from memexp.adapters.io import content_hash, file_hash, load_adapters, read_spec, save_adapters
 from memexp.adapters.lora import LoRA, LoRAConfig, LoRAUpdate, attach_lora
-from memexp.adapters.targets import FUSED_LAYOUTS, fused_layout, resolve_targets
+from memexp.adapters.targets import fused_layout, resolve_targets
 
 __all__ = [
-    "FUSED_LAYOUTS",
     "AdapterError",
     "Adapters",
     "LoRA",

@@ -11,9 +11,8 @@ Row slices restrict an update to some output rows of a projection. They are writ
     Mamba-2 `mixer.in_proj`        z | x | B | C | dt   (and "xBC" for the conv's three inputs)
     Qwen3.5 `linear_attn.in_proj_qkv`   q | k | v
 
-The layouts read the shapes from `model.config`, keyed by the class name of the module that
-owns the projection and the projection's attribute name (the module trees are the
-checkpoint's and are not renamed).
+Each architecture declares its fused layouts on the module that owns the projection
+(`fused_rows(attribute)`), so adapters know no architecture by name.
 """
 
 from __future__ import annotations
@@ -21,31 +20,12 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-from typing import Callable
 
 from torch import nn
 
 from memexp.adapters.base import AdapterError
 
 Rows = tuple[tuple[int, int], ...]  # sorted, disjoint, half-open row ranges
-
-
-def _mamba2_in_proj(c) -> list[tuple[str, int]]:
-    d_inner, bc = c.num_heads * c.head_dim, c.n_groups * c.state_size
-    return [("z", d_inner), ("x", d_inner), ("B", bc), ("C", bc), ("dt", c.num_heads)]
-
-
-def _qwen35_in_proj_qkv(c) -> list[tuple[str, int]]:
-    key_dim = c.linear_num_key_heads * c.linear_key_head_dim
-    return [("q", key_dim), ("k", key_dim), ("v", c.linear_num_value_heads * c.linear_value_head_dim)]
-
-
-# (owner class name, attribute) -> the fused parts in row order, from the model's config
-FUSED_LAYOUTS: dict[tuple[str, str], Callable[[object], list[tuple[str, int]]]] = {
-    ("Mamba2Mixer", "in_proj"): _mamba2_in_proj,
-    ("LinearAttention", "in_proj_qkv"): _qwen35_in_proj_qkv,
-}
-ALIASES = {("Mamba2Mixer", "in_proj"): {"xBC": ("x", "B", "C")}}
 
 
 def resolve_targets(model: nn.Module, patterns: list[str]) -> dict[str, nn.Linear]:
@@ -65,22 +45,16 @@ def resolve_targets(model: nn.Module, patterns: list[str]) -> dict[str, nn.Linea
 
 
 def fused_layout(model: nn.Module, module_name: str) -> dict[str, tuple[int, int]]:
-    """Named row ranges of a fused projection ({} when the projection is not fused)."""
+    """Named row ranges of a fused projection ({} when the projection is not fused), as the
+    module that owns it declares them (`owner.fused_rows(attribute)`, beside the architecture)."""
     owner_name, _, attr = module_name.rpartition(".")
     owner = model.get_submodule(owner_name) if owner_name else model
-    key = (type(owner).__name__, attr)
-    if key not in FUSED_LAYOUTS:
-        return {}
-    parts, start = {}, 0
-    for part, width in FUSED_LAYOUTS[key](model.config):
-        parts[part] = (start, start + width)
-        start += width
+    parts = owner.fused_rows(attr) if hasattr(owner, "fused_rows") else {}
     out = model.get_submodule(module_name).out_features
-    if start != out:
-        raise AdapterError(f"{module_name}: the fused layout {list(parts)} covers {start} rows but the "
-                           f"projection has {out}; memexp/adapters/targets.py is out of date")
-    for alias, members in ALIASES.get(key, {}).items():
-        parts[alias] = (parts[members[0]][0], parts[members[-1]][1])
+    covered = max((stop for _, stop in parts.values()), default=out)
+    if covered != out:
+        raise AdapterError(f"{module_name}: the fused layout {list(parts)} of {type(owner).__name__} covers "
+                           f"{covered} rows but the projection has {out}")
     return parts
 
 

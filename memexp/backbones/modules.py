@@ -24,6 +24,19 @@ def fla_mlp_width(hidden: int, ratio: float | None) -> int:
     return 256 * ((width + 255) // 256)
 
 
+
+def named_rows(parts: list[tuple[str, int]], **spans: tuple[str, str]) -> dict[str, tuple[int, int]]:
+    """Half-open output-row ranges of a fused projection from its parts in row order, plus
+    named spans (first part, last part): named_rows([("x", 4), ("B", 2)], xB=("x", "B"))
+    -> {"x": (0, 4), "B": (4, 6), "xB": (0, 6)}. Adapters read these to update some parts only."""
+    rows, start = {}, 0
+    for name, width in parts:
+        rows[name] = (start, start + width)
+        start += width
+    for name, (first, last) in spans.items():
+        rows[name] = (rows[first][0], rows[last][1])
+    return rows
+
 class RMSNorm(nn.Module):
     """rms_norm(x) * weight over the last dim (fp32 statistics, output in x's dtype)."""
 

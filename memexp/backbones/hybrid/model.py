@@ -38,7 +38,7 @@ from torch import nn
 from memexp.backbones.base import Channel, Tokenizer
 from memexp.backbones.build import Architecture, Checkpoint, build_backbone
 from memexp.backbones.loading import BackboneLoadError, WeightFiles, read_config
-from memexp.backbones.modules import GatedMLP, RMSNorm, random_init
+from memexp.backbones.modules import GatedMLP, RMSNorm, named_rows, random_init
 from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
 from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
@@ -164,6 +164,14 @@ class LinearAttention(nn.Module):
         self.A_log = nn.Parameter(torch.zeros(HV))
         self.norm = RMSNorm(c.linear_value_head_dim, c.rms_norm_eps)
         self.out_proj = nn.Linear(c.value_dim, D, bias=False)
+
+    def fused_rows(self, projection: str) -> dict[str, tuple[int, int]]:
+        """Named row ranges of `in_proj_qkv`: q | k | v."""
+        if projection != "in_proj_qkv":
+            return {}
+        c = self.c
+        key_dim = c.linear_num_key_heads * c.linear_key_head_dim
+        return named_rows([("q", key_dim), ("k", key_dim), ("v", c.linear_num_value_heads * c.linear_value_head_dim)])
 
     def forward(self, x: torch.Tensor, state: torch.Tensor, window: torch.Tensor, emit=None):
         """x: [B, T, hidden]; state: [B, Hv, K, V] fp32; window: [B, conv_dim, kernel - 1].

@@ -39,7 +39,7 @@ from torch import nn
 from memexp.backbones.base import Channel
 from memexp.backbones.build import Architecture, Checkpoint, build_backbone
 from memexp.backbones.loading import DECAY_GATES, BackboneLoadError, WeightFiles, read_config
-from memexp.backbones.modules import RMSNorm, random_init
+from memexp.backbones.modules import RMSNorm, named_rows, random_init
 from memexp.backbones.ops import gated_rms_norm, short_conv
 from memexp.backbones.ops.ssd import ssd
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StackState, StateSpec
@@ -184,6 +184,14 @@ class Mamba2Mixer(nn.Module):
         self.D = nn.Parameter(torch.empty(c.num_heads))
         self.norm = RMSNorm(c.d_inner, c.layer_norm_epsilon)
         self.out_proj = nn.Linear(c.d_inner, c.hidden_size, bias=c.use_bias)
+
+    def fused_rows(self, projection: str) -> dict[str, tuple[int, int]]:
+        """Named row ranges of `in_proj`: z | x | B | C | dt, and xBC (the conv's inputs)."""
+        if projection != "in_proj":
+            return {}
+        c, gn = self.c, self.c.n_groups * self.c.state_size
+        return named_rows([("z", c.d_inner), ("x", c.d_inner), ("B", gn), ("C", gn), ("dt", c.num_heads)],
+                          xBC=("x", "C"))
 
     def forward(
         self,
