@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 from memexp.report import labels as lb
@@ -43,9 +44,20 @@ def _pyplot():
     return plt
 
 
+def _figure(plt, rows: int, cols: int, width: float, height: float, entries: int):
+    """A constrained-layout figure with room below the panels for a legend of `entries` lines
+    (run labels are long: a legend inside the axes would hide the data)."""
+    return plt.subplots(rows, cols, figsize=(width, height + 0.17 * entries), squeeze=False, layout="constrained")
+
+
+def _legend(fig, ax) -> None:
+    handles, names = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, names, loc="outside lower center", fontsize=7)
+
+
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
     fig.savefig(path, dpi=120)
     _pyplot().close(fig)
     return path
@@ -66,8 +78,9 @@ def _length_axes(ax, runs: list[Run], names: list[str], task: str | None, length
             continue
         xs, cells = [p[0] for p in pts], [p[1] for p in pts]
         ys = [c.score for c in cells]
-        lo = [c.score - wilson(c.score, c.n)[0] if c.n else 0.0 for c in cells]
-        hi = [wilson(c.score, c.n)[1] - c.score if c.n else 0.0 for c in cells]
+        # max(0, .): the interval holds its point up to rounding at 0 % and 100 %
+        lo = [max(0.0, c.score - wilson(c.score, c.n)[0]) if c.n else 0.0 for c in cells]
+        hi = [max(0.0, wilson(c.score, c.n)[1] - c.score) if c.n else 0.0 for c in cells]
         ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=4, capsize=3, label=name,
                     linestyle="-" if uses_notebank(r) else "--")
         ns += [c.n for c in cells]
@@ -98,12 +111,14 @@ def length_figure(path: Path, bench: str, runs: list[Run], task: str | None = No
                   paper: list[PaperTable] = ()) -> Path:
     plt = _pyplot()
     lengths = ordered(n for r in runs for n in (r.by_length(task) if task else r.lengths()))
-    fig, ax = plt.subplots(figsize=(7.0, 4.4))
-    ns = _length_axes(ax, runs, row_labels(runs), task, lengths, _paper_length_rows(paper, bench, runs, lengths, task))
+    paper_rows = _paper_length_rows(paper, bench, runs, lengths, task)
+    fig, axes = _figure(plt, 1, 1, 7.0, 4.0, len(runs) + len(paper_rows))
+    ax = axes[0][0]
+    ns = _length_axes(ax, runs, row_labels(runs), task, lengths, paper_rows)
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("score (%)")
     ax.set_title(lb.title(bench, [r.config for r in runs], ns, task or "mean over tasks"), fontsize=9)
-    ax.legend(fontsize=7)
+    _legend(fig, ax)
     return _save(fig, path)
 
 
@@ -112,7 +127,7 @@ def task_grid_figure(path: Path, bench: str, runs: list[Run]) -> Path:
     tasks = sorted({t for r in runs for t in r.tasks()})
     cols = min(3, len(tasks))
     rows = math.ceil(len(tasks) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows + 0.8), squeeze=False)
+    fig, axes = _figure(plt, rows, cols, 4.2 * cols, 3.2 * rows + 0.4, len(runs))
     names, ns = row_labels(runs), []
     for ax, task in zip(axes.flat, tasks):
         lengths = ordered(n for r in runs for n in r.by_length(task))
@@ -121,20 +136,16 @@ def task_grid_figure(path: Path, bench: str, runs: list[Run]) -> Path:
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    handles, legend = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, legend, loc="lower center", fontsize=7, ncol=2)
+    _legend(fig, axes.flat[0])
     fig.suptitle(lb.title(bench, [r.config for r in runs], ns, "per task"), fontsize=10)
-    fig.tight_layout(rect=(0, 0.06 + 0.02 * len(runs) / 2, 1, 0.97))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def heatmap_figure(path: Path, sweep: Sweep) -> Path:
     """One panel per length (and the mean): rows R, columns B, each cell its score and n."""
     plt = _pyplot()
     k = len(sweep.lengths)
-    fig, axes = plt.subplots(1, k, figsize=(2.6 * k + 0.6, 2.4 + 0.3 * len(sweep.replays)), squeeze=False)
+    fig, axes = _figure(plt, 1, k, 2.6 * k + 0.6, 2.4 + 0.3 * len(sweep.replays), 0)
     for ax, length in zip(axes.flat, sweep.lengths):
         grid = [[sweep.cells.get((b, r), {}).get(length, Cell(None)) for b in sweep.spans] for r in sweep.replays]
         values = [[math.nan if c.score is None else c.score for c in row] for row in grid]
@@ -161,7 +172,8 @@ def flops_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
     if not costed:
         return None
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.0, 4.4))
+    fig, axes = _figure(plt, 1, 1, 7.0, 4.0, len(costed))
+    ax = axes[0][0]
     names = row_labels([r for r, _ in costed])
     by_length: dict[str, list[tuple[float, float]]] = {}
     ns = []
@@ -181,7 +193,7 @@ def flops_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
     ax.set_ylim(-2, 102)
     ax.grid(alpha=0.3)
     ax.set_title(lb.title(bench, [r.config for r, _ in costed], ns, "score vs added FLOPs"), fontsize=9)
-    ax.legend(fontsize=7)
+    _legend(fig, ax)
     return _save(fig, path)
 
 
@@ -223,21 +235,25 @@ def breakdown_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
     if not parts:
         return None
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(parts), figsize=(4.6 * len(parts), 4.0), squeeze=False)
+    cols = min(3, len(parts))
+    fig, axes = _figure(plt, math.ceil(len(parts) / cols), cols, 4.6 * cols, 3.6 * math.ceil(len(parts) / cols), 1)
     names = row_labels([r for r, _ in parts])
+    colors = dict(zip(PARTS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))  # one colour per stage everywhere
     for ax, name, (r, per_length) in zip(axes.flat, names, parts):
         lengths = ordered(per_length)
         bottom = [0.0] * len(lengths)
         for part in PARTS:
             ys = [per_length[n].get(part, 0.0) for n in lengths]
-            if any(ys):
-                ax.bar(range(len(lengths)), ys, bottom=bottom, label=part)
-                bottom = [b + y for b, y in zip(bottom, ys)]
+            ax.bar(range(len(lengths)), ys, bottom=bottom, label=part, color=colors[part])
+            bottom = [b + y for b, y in zip(bottom, ys)]
         ax.set_xticks(range(len(lengths)), lengths, fontsize=7)
         ax.set_xlabel("context length (tokens)")
         ax.set_ylabel("added FLOPs (% of Plain)")
-        ax.set_title(name, fontsize=8)
-        ax.legend(fontsize=7)
+        ax.set_title(textwrap.fill(name, 60), fontsize=7)
+    for ax in list(axes.flat)[len(parts):]:
+        ax.axis("off")
+    handles, stages = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, stages, loc="outside lower center", fontsize=7, ncol=len(PARTS))
     fig.suptitle(f"{bench} · added analytical FLOPs by stage (memexp cost)", fontsize=9)
     return _save(fig, path)
 
@@ -245,7 +261,8 @@ def breakdown_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
 def bars_figure(path: Path, table: Table) -> Path:
     """A table as grouped bars: a group per row, a bar per column (routers side by side)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(table.rows) + 2), 4.2))
+    fig, axes = _figure(plt, 1, 1, max(6.0, 1.2 * len(table.rows) + 2), 4.2, len(table.columns))
+    ax = axes[0][0]
     width = 0.8 / max(1, len(table.columns))
     for j, col in enumerate(table.columns):
         cells = [row.get(col) for _, row in table.rows]
@@ -257,5 +274,5 @@ def bars_figure(path: Path, table: Table) -> Path:
     ax.set_ylim(0, 102)
     ax.grid(alpha=0.3, axis="y")
     ax.set_title(table.title, fontsize=9)
-    ax.legend(fontsize=7)
+    _legend(fig, ax)
     return _save(fig, path)

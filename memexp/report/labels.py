@@ -87,14 +87,19 @@ def labels(configs: list[dict], names: list[str] | None = None, drop: Iterable[s
 
 
 def disambiguate(items: list[str], names: list[str] | None = None) -> list[str]:
-    counts = {s: items.count(s) for s in items}
-    out = [f"{s} [{names[i]}]" if counts[s] > 1 and names else s for i, s in enumerate(items)]
-    if len(set(out)) < len(out):  # the folder names were equal too
-        seen: dict[str, int] = {}
-        for i, s in enumerate(out):
-            seen[s] = seen.get(s, 0) + 1
-            if out.count(s) > 1:
-                out[i] = f"{s} #{seen[s]}"
+    """Equal labels get their run folder's name, or " #1", " #2" ... where those are equal too."""
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(items):
+        groups.setdefault(s, []).append(i)
+    out = list(items)
+    for s, idx in groups.items():
+        if len(idx) < 2:
+            continue
+        tags = [names[i] for i in idx] if names else []
+        if len(set(tags)) < len(idx):
+            tags = [f"#{k + 1}" for k in range(len(idx))]
+        for i, tag in zip(idx, tags):
+            out[i] = f"{s} [{tag}]" if not tag.startswith("#") else f"{s} {tag}"
     return out
 
 

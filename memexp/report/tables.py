@@ -104,7 +104,12 @@ def ordered(columns) -> list[str]:
 
 
 def _notes(runs: list[Run]) -> list[str]:
-    return [INCOMPLETE_NOTE] if any(not r.complete for r in runs) else []
+    """The incomplete mark explained, and which folder each numbered twin is."""
+    out = [INCOMPLETE_NOTE] if any(not r.complete for r in runs) else []
+    for name, r in zip(row_labels(runs), runs):
+        if " #" in name:
+            out.append(f"{name}: {r.path}")
+    return out
 
 
 def _paper_rows(paper: list[PaperTable], bench: str, runs: list[Run], columns: list[str]):
