@@ -239,7 +239,7 @@ def breakdown_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
     fig, axes = _figure(plt, math.ceil(len(parts) / cols), cols, 4.6 * cols, 3.6 * math.ceil(len(parts) / cols), 1)
     names = row_labels([r for r, _ in parts])
     colors = dict(zip(PARTS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))  # one colour per stage everywhere
-    for ax, name, (r, per_length) in zip(axes.flat, names, parts):
+    for ax, name, (_, per_length) in zip(axes.flat, names, parts):
         lengths = ordered(per_length)
         bottom = [0.0] * len(lengths)
         for part in PARTS:

@@ -9,7 +9,6 @@ import csv
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from matplotlib.image import imread
 
