@@ -3,7 +3,6 @@ read without touching them, shards of one configuration merged into one run."""
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from memexp.report.labels import config_key
+from memexp.report.reading import read_records, read_summary
 from memexp.report.shards import merge_shards
 
 # The pointer a sweep job folder (multirun/<date>/<time>/<job>/) holds to its run folder.
@@ -87,33 +87,6 @@ class Run:
 def _sum_or_none(values) -> int | None:
     values = list(values)
     return None if not values or any(v is None for v in values) else int(sum(values))
-
-
-def read_summary(folder: Path) -> dict:
-    return json.loads((Path(folder) / "summary.json").read_text())
-
-
-def read_records(folder: Path) -> list[dict]:
-    """records.jsonl's complete lines, first of each key. Read-only on purpose (unlike
-    RunFolder.load_records, which cuts a torn last line off the file): a report must not
-    change a folder that a running job may be appending to."""
-    path = Path(folder) / "records.jsonl"
-    if not path.exists():
-        return []
-    out, seen = [], set()
-    for line in path.read_bytes().splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break  # a record still being written
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            print(f"[memexp report] {path}: skipping a line that is not JSON", file=sys.stderr)
-            continue
-        key = (str(rec.get("example_id")), str(rec.get("question_id")))
-        if key not in seen:
-            seen.add(key)
-            out.append(rec)
-    return out
 
 
 def _run_folders(root: Path) -> list[Path]:

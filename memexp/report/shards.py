@@ -10,13 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from memexp.records import summarize
+from memexp.report.reading import read_records, read_summary
 
 
 def merge_shards(folders: list[Path]) -> tuple[list[dict], dict]:
     """Every shard's records concatenated, and their summary recomputed; complete only when
     every shard is complete and all n shards of "i/n" are there (whether i counts from 0 or 1)."""
-    from memexp.report.runs import read_records, read_summary
-
     records: list[dict] = []
     seen: set = set()
     summaries = [read_summary(Path(f)) for f in folders]
