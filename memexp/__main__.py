@@ -6,7 +6,7 @@
   cost     analytical FLOPs and persistent storage of a configuration (App. C.6/C.7)
   latency  measured Plain vs NoteBank latency and peak memory (App. C.5)
   data     download and cache a benchmark's data for offline runs
-  report   compare finished run folders: a table by length, optionally a plot
+  report   the papers' tables (Markdown, CSV, LaTeX) and figures from run and sweep folders
 """
 
 from __future__ import annotations

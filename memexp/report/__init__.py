@@ -1,0 +1,102 @@
+"""memexp report: the papers' tables and figures from run folders.
+
+  python -m memexp report [ROOT ...] [--task TASK] [--markdown] [--plot out.png]
+                          [--tables DIR] [--figures DIR] [--paper FILE ...]
+
+ROOTs are run folders or folders above them (outputs/runs, outputs/runs/ruler/tiny_gdn) or
+sweep folders (multirun/<date>/<time>/, whose job folders point to their run folders).
+Shards of one configuration become one run; each benchmark gets its own tables and figures.
+Without --tables / --figures it prints the method x length table of every benchmark.
+
+--tables DIR writes, per benchmark, every table (tables.py) as .md, .csv and .tex;
+--figures DIR every figure (figures.py) as .png; --plot one score-vs-length figure;
+--paper FILE adds a paper's numbers (schema in paper.py) beside memexp's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from memexp.report.paper import PaperTable, load
+from memexp.report.runs import Cell, Run, by_bench, find_runs
+from memexp.report.tables import Table, bench_tables, length_table, sweeps
+
+__all__ = ["comparison", "find_runs", "render", "main", "write_report"]
+
+
+def comparison(runs: list[Run], task: str | None) -> tuple[list[str], list[tuple[str, dict[str, float]]]]:
+    """Rows of (label, {length: score}) for one task (or the mean over tasks), sorted by label."""
+    t = length_table("", runs, task, mean=False)
+    return t.columns, [(name, {k: c.score for k, c in row.items()}) for name, row in t.rows]
+
+
+def render(lengths: list[str], rows, markdown: bool) -> str:
+    """`comparison`'s rows as a Markdown or aligned text table (values: scores or Cells)."""
+    cells = [(name, {k: v if isinstance(v, Cell) else Cell(v) for k, v in row.items()}) for name, row in rows]
+    t = Table("", "", lengths, cells)
+    return t.to_markdown() if markdown else t.to_text()
+
+
+def _suffixed(path: Path, bench: str, several: bool) -> Path:
+    return path.with_name(f"{path.stem}_{bench}{path.suffix}") if several else path
+
+
+def write_report(runs: list[Run], tables_dir: Path | None, figures_dir: Path | None,
+                 paper: list[PaperTable] = ()) -> list[Path]:
+    """Every table and figure of every benchmark among `runs`; returns the files written."""
+    from memexp.report import figures as fg
+
+    written: list[Path] = []
+    for bench, group in by_bench(runs).items():
+        if tables_dir is not None:
+            tables_dir.mkdir(parents=True, exist_ok=True)
+            for t in bench_tables(bench, group, paper):
+                for ext, text in (("md", t.to_markdown()), ("csv", t.to_csv()), ("tex", t.to_latex())):
+                    (tables_dir / f"{t.name}.{ext}").write_text(text + ("" if text.endswith("\n") else "\n"))
+                    written.append(tables_dir / f"{t.name}.{ext}")
+        if figures_dir is None:
+            continue
+        figures_dir.mkdir(parents=True, exist_ok=True)
+        out = [fg.length_figure(figures_dir / f"{bench}_length.png", bench, group, paper=paper),
+               fg.task_grid_figure(figures_dir / f"{bench}_length_by_task.png", bench, group),
+               fg.flops_figure(figures_dir / f"{bench}_flops.png", bench, group),
+               fg.breakdown_figure(figures_dir / f"{bench}_flops_breakdown.png", bench, group)]
+        out += [fg.heatmap_figure(figures_dir / f"{s.name}.png", s) for s in sweeps(bench, group)]
+        routers = next((t for t in bench_tables(bench, group) if t.name == f"{bench}_routers"), None)
+        if routers is not None:
+            out.append(fg.bars_figure(figures_dir / f"{bench}_routers.png", routers))
+        written += [p for p in out if p is not None]
+    return written
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m memexp report", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="example: python -m memexp report outputs/runs/ruler/tiny_gdn --figures docs/")
+    p.add_argument("roots", nargs="*", default=["outputs/runs"], help="run, run-root or sweep folders")
+    p.add_argument("--task", help="printed table and --plot: one task's scores (default: mean over tasks)")
+    p.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    p.add_argument("--plot", help="write one PNG of score vs length here (one per benchmark: <stem>_<bench>.png)")
+    p.add_argument("--tables", help="write every table here as .md, .csv and .tex")
+    p.add_argument("--figures", help="write every figure here as .png")
+    p.add_argument("--paper", action="append", default=[], help="a paper_numbers YAML file (repeatable)")
+    args = p.parse_args(argv)
+    paper = [t for f in args.paper for t in load(Path(f))]
+    runs = find_runs([Path(r) for r in args.roots])
+    if not runs:
+        print(f"no run folders with summary.json under {', '.join(args.roots)}")
+        return 1
+    groups = by_bench(runs)
+    for bench, group in groups.items():
+        t = length_table(bench, group, args.task, paper=paper)
+        print((t.to_markdown() if args.markdown else t.to_text()) + "\n")
+        if args.plot:
+            from memexp.report.figures import length_figure
+
+            path = length_figure(_suffixed(Path(args.plot), bench, len(groups) > 1), bench, group, args.task, paper)
+            print(f"[memexp report] wrote {path}")
+    written = write_report(runs, args.tables and Path(args.tables), args.figures and Path(args.figures), paper)
+    if written:
+        print(f"[memexp report] wrote {len(written)} files: {', '.join(sorted({str(w.parent) for w in written}))}")
+    return 0

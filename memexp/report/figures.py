@@ -1,0 +1,278 @@
+"""The papers' figures from runs (matplotlib, Agg; every function writes one PNG).
+
+- score vs context length per run, without NoteBank dashed, with NoteBank solid (NoteBank
+  Figs. 1a, 3), for the mean over tasks or per task in a grid (Fig. 6); error bars are 95 %
+  Wilson intervals over the n questions of each point;
+- B x R heatmaps per length of a sweep (Figs. 11-12);
+- score vs added analytical FLOPs with length labels (Figs. 8-10), from the records' costs;
+- the stacked added-FLOPs breakdown of `memexp cost` per length (Fig. 7);
+- routers side by side (Tables 3 / 8) as grouped bars.
+Titles name the bench, the backbones and n; legends are the tables' row labels.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+from pathlib import Path
+
+from memexp.report import labels as lb
+from memexp.report.paper import PaperTable
+from memexp.report.runs import Cell, Run, added_flops_percent, mean_context_tokens
+from memexp.report.tables import Sweep, Table, ordered, row_labels
+
+Z95 = 1.959964  # two-sided 95 % normal quantile
+
+
+def wilson(score: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """95 % Wilson score interval (percent) of a proportion `score` % over n trials. Fractional
+    per-question scores (RULER's partial matches, F1) are treated as the proportion they average to."""
+    p = min(max(score / 100.0, 0.0), 1.0)
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return 100.0 * (centre - half), 100.0 * (centre + half)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _figure(plt, rows: int, cols: int, width: float, height: float, entries: int):
+    """A constrained-layout figure with room below the panels for a legend of `entries` lines
+    (run labels are long: a legend inside the axes would hide the data)."""
+    return plt.subplots(rows, cols, figsize=(width, height + 0.17 * entries), squeeze=False, layout="constrained")
+
+
+def _legend(fig, ax) -> None:
+    handles, names = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, names, loc="outside lower center", fontsize=7)
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    _pyplot().close(fig)
+    return path
+
+
+def uses_notebank(run: Run) -> bool:
+    return "notebank" in str(run.method.get("name", ""))
+
+
+def _length_axes(ax, runs: list[Run], names: list[str], task: str | None, lengths: list[str],
+                 paper_rows=()) -> list[int | None]:
+    """One line per run on `ax`; returns the n of every point drawn."""
+    ns = []
+    for name, r in zip(names, runs):
+        row = r.by_length(task)
+        pts = [(i, row[n]) for i, n in enumerate(lengths) if n in row and row[n].score is not None]
+        if not pts:
+            continue
+        xs, cells = [p[0] for p in pts], [p[1] for p in pts]
+        ys = [c.score for c in cells]
+        # max(0, .): the interval holds its point up to rounding at 0 % and 100 %
+        lo = [max(0.0, c.score - wilson(c.score, c.n)[0]) if c.n else 0.0 for c in cells]
+        hi = [max(0.0, wilson(c.score, c.n)[1] - c.score) if c.n else 0.0 for c in cells]
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=4, capsize=3, label=name,
+                    linestyle="-" if uses_notebank(r) else "--")
+        ns += [c.n for c in cells]
+    for name, cols in paper_rows:
+        pts = [(i, cols[n].score) for i, n in enumerate(lengths) if n in cols]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle=":", marker="x", color="0.4", label=name)
+    ax.set_xticks(range(len(lengths)), lengths)
+    ax.set_ylim(-2, 102)
+    ax.grid(alpha=0.3)
+    return ns
+
+
+def _paper_length_rows(paper, bench: str, runs: list[Run], lengths: list[str], task: str | None):
+    """Paper rows whose columns are lengths (only for the mean over tasks: a paper's length
+    table averages its tasks)."""
+    if task is not None:
+        return []
+    backbones = {r.backbone for r in runs}
+    rows = []
+    for t in paper:
+        if t.bench == bench and (t.backbone is None or t.backbone in backbones):
+            rows += [(t.label(k), {c: Cell(v) for c, v in cols.items() if c in lengths})
+                     for k, cols in t.rows.items() if set(cols) & set(lengths)]
+    return rows
+
+
+def length_figure(path: Path, bench: str, runs: list[Run], task: str | None = None,
+                  paper: list[PaperTable] = ()) -> Path:
+    plt = _pyplot()
+    lengths = ordered(n for r in runs for n in (r.by_length(task) if task else r.lengths()))
+    paper_rows = _paper_length_rows(paper, bench, runs, lengths, task)
+    fig, axes = _figure(plt, 1, 1, 7.0, 4.0, len(runs) + len(paper_rows))
+    ax = axes[0][0]
+    ns = _length_axes(ax, runs, row_labels(runs), task, lengths, paper_rows)
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("score (%)")
+    ax.set_title(lb.title(bench, [r.config for r in runs], ns, task or "mean over tasks"), fontsize=9)
+    _legend(fig, ax)
+    return _save(fig, path)
+
+
+def task_grid_figure(path: Path, bench: str, runs: list[Run]) -> Path:
+    plt = _pyplot()
+    tasks = sorted({t for r in runs for t in r.tasks()})
+    cols = min(3, len(tasks))
+    rows = math.ceil(len(tasks) / cols)
+    fig, axes = _figure(plt, rows, cols, 4.2 * cols, 3.2 * rows + 0.4, len(runs))
+    names, ns = row_labels(runs), []
+    for ax, task in zip(axes.flat, tasks):
+        lengths = ordered(n for r in runs for n in r.by_length(task))
+        ns += _length_axes(ax, runs, names, task, lengths)
+        ax.set_title(task, fontsize=9)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.axis("off")
+    _legend(fig, axes.flat[0])
+    fig.suptitle(lb.title(bench, [r.config for r in runs], ns, "per task"), fontsize=10)
+    return _save(fig, path)
+
+
+def heatmap_figure(path: Path, sweep: Sweep) -> Path:
+    """One panel per length (and the mean): rows R, columns B, each cell its score and n."""
+    plt = _pyplot()
+    k = len(sweep.lengths)
+    fig, axes = _figure(plt, 1, k, 2.6 * k + 0.6, 2.4 + 0.3 * len(sweep.replays), 0)
+    for ax, length in zip(axes.flat, sweep.lengths):
+        grid = [[sweep.cells.get((b, r), {}).get(length, Cell(None)) for b in sweep.spans] for r in sweep.replays]
+        values = [[math.nan if c.score is None else c.score for c in row] for row in grid]
+        ax.imshow(values, vmin=0, vmax=100, cmap="viridis", aspect="auto")
+        for i, row in enumerate(grid):
+            for j, c in enumerate(row):
+                text = "-" if c.score is None else f"{c.score:.1f}" + (f"\nn={c.n}" if c.n is not None else "")
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        color="black" if (c.score or 0) > 60 else "white")
+        ax.set_xticks(range(len(sweep.spans)), [str(b) for b in sweep.spans])
+        ax.set_yticks(range(len(sweep.replays)), [str(r) for r in sweep.replays])
+        ax.set_xlabel("span budget B")
+        ax.set_ylabel("replay budget R")
+        ax.set_title(length, fontsize=9)
+    fig.suptitle(sweep.title, fontsize=9)
+    return _save(fig, path)
+
+
+def flops_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
+    """Score vs added FLOPs (% of Plain, NoteBank Eq. 16) per run, each point labelled with its
+    length; points of one length are joined across runs. None when no run has modelled costs."""
+    costed = [(r, added_flops_percent(r)) for r in runs]
+    costed = [(r, c) for r, c in costed if any(v > 0 for v in c.values())]
+    if not costed:
+        return None
+    plt = _pyplot()
+    fig, axes = _figure(plt, 1, 1, 7.0, 4.0, len(costed))
+    ax = axes[0][0]
+    names = row_labels([r for r, _ in costed])
+    by_length: dict[str, list[tuple[float, float]]] = {}
+    ns = []
+    for name, (r, pct) in zip(names, costed):
+        row = r.by_length()
+        pts = [(pct[n], row[n], n) for n in ordered(pct) if n in row and row[n].score is not None]
+        ax.plot([p[0] for p in pts], [p[1].score for p in pts], marker="o", linestyle="none", label=name)
+        for x, c, n in pts:
+            ax.annotate(n, (x, c.score), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            by_length.setdefault(n, []).append((x, c.score))
+            ns.append(c.n)
+    for pts in by_length.values():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color="0.7", linewidth=0.8, zorder=0)
+    ax.set_xlabel("added analytical FLOPs (% of Plain)")
+    ax.set_ylabel("score (%)")
+    ax.set_ylim(-2, 102)
+    ax.grid(alpha=0.3)
+    ax.set_title(lb.title(bench, [r.config for r, _ in costed], ns, "score vs added FLOPs"), fontsize=9)
+    _legend(fig, ax)
+    return _save(fig, path)
+
+
+PARTS = ("write", "probe", "route", "replay", "attention")  # memexp.costs notebank_added_flops' parts
+
+
+def _breakdown(run: Run) -> dict[str, dict[str, float]] | None:
+    """Per length: each added-FLOPs part as % of Plain, from memexp.costs.cost_report at the
+    run's mean context tokens (the length itself when no record says). None: not costable."""
+    from omegaconf import OmegaConf
+
+    from memexp.config import validate
+    from memexp.costs import cost_report
+
+    try:
+        cfg = validate(OmegaConf.create(run.config))
+        tokens = mean_context_tokens(run)
+        out = {}
+        for n in run.lengths():
+            context = tokens.get(n) or (int(n) if n.isdigit() else None)
+            if context:
+                f = cost_report(cfg, length=int(context))["flops"]
+                if f["added"]:
+                    out[n] = {p: 100.0 * f["added"][p] / f["plain"] for p in PARTS if f["added"].get(p)}
+        return out or None
+    except Exception as e:  # a checkpoint whose shapes cannot be read offline: the figure omits it
+        print(f"[memexp report] {run.path}: no FLOPs breakdown ({type(e).__name__}: {str(e).splitlines()[0][:120]})",
+              file=sys.stderr)
+        return None
+
+
+def breakdown_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
+    """Stacked added-FLOPs parts per length, one panel per NoteBank configuration (Fig. 7)."""
+    unique: dict[str, Run] = {}
+    for r in runs:
+        if uses_notebank(r):
+            unique.setdefault(lb.config_key({"b": r.config.get("backbone"), "m": r.method}), r)
+    parts = [(r, b) for r in unique.values() if (b := _breakdown(r))]
+    if not parts:
+        return None
+    plt = _pyplot()
+    cols = min(3, len(parts))
+    fig, axes = _figure(plt, math.ceil(len(parts) / cols), cols, 4.6 * cols, 3.6 * math.ceil(len(parts) / cols), 1)
+    names = row_labels([r for r, _ in parts])
+    colors = dict(zip(PARTS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))  # one colour per stage everywhere
+    for ax, name, (_, per_length) in zip(axes.flat, names, parts):
+        lengths = ordered(per_length)
+        bottom = [0.0] * len(lengths)
+        for part in PARTS:
+            ys = [per_length[n].get(part, 0.0) for n in lengths]
+            ax.bar(range(len(lengths)), ys, bottom=bottom, label=part, color=colors[part])
+            bottom = [b + y for b, y in zip(bottom, ys)]
+        ax.set_xticks(range(len(lengths)), lengths, fontsize=7)
+        ax.set_xlabel("context length (tokens)")
+        ax.set_ylabel("added FLOPs (% of Plain)")
+        ax.set_title(textwrap.fill(name, 60), fontsize=7)
+    for ax in list(axes.flat)[len(parts):]:
+        ax.axis("off")
+    handles, stages = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, stages, loc="outside lower center", fontsize=7, ncol=len(PARTS))
+    fig.suptitle(f"{bench} · added analytical FLOPs by stage (memexp cost)", fontsize=9)
+    return _save(fig, path)
+
+
+def bars_figure(path: Path, table: Table) -> Path:
+    """A table as grouped bars: a group per row, a bar per column (routers side by side)."""
+    plt = _pyplot()
+    fig, axes = _figure(plt, 1, 1, max(6.0, 1.2 * len(table.rows) + 2), 4.2, len(table.columns))
+    ax = axes[0][0]
+    width = 0.8 / max(1, len(table.columns))
+    for j, col in enumerate(table.columns):
+        cells = [row.get(col) for _, row in table.rows]
+        ys = [c.score if c and c.score is not None else 0.0 for c in cells]
+        xs = [i + (j - (len(table.columns) - 1) / 2) * width for i in range(len(table.rows))]
+        ax.bar(xs, ys, width=width, label=col)
+    ax.set_xticks(range(len(table.rows)), [name for name, _ in table.rows], fontsize=7, rotation=15)
+    ax.set_ylabel("score (%)")
+    ax.set_ylim(0, 102)
+    ax.grid(alpha=0.3, axis="y")
+    ax.set_title(table.title, fontsize=9)
+    _legend(fig, ax)
+    return _save(fig, path)

@@ -1,0 +1,178 @@
+"""Run folders as the report sees them: found under run roots or through sweep folders,
+read without touching them, shards of one configuration merged into one run."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from memexp.report.labels import config_key
+from memexp.report.reading import read_records, read_summary
+from memexp.report.shards import merge_shards
+
+# The pointer a sweep job folder (multirun/<date>/<time>/<job>/) holds to its run folder.
+POINTER = "run_folder.txt"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: a mean score in [0, 100] over n questions (n None: not recorded)."""
+
+    score: float | None
+    n: int | None = None
+
+
+@dataclass
+class Run:
+    path: Path
+    config: dict
+    summary: dict
+    parts: list[Path] = field(default_factory=list)  # the shard folders merged into this run
+    _records: list[dict] | None = None
+
+    @property
+    def bench(self) -> str:
+        return str((self.config.get("bench") or {}).get("name", "bench"))
+
+    @property
+    def backbone(self) -> str:
+        return str((self.config.get("backbone") or {}).get("name", "?"))
+
+    @property
+    def method(self) -> dict:
+        return self.config.get("method") or {}
+
+    @property
+    def complete(self) -> bool:
+        """False only when the summary says so (summaries written before `complete` existed count as complete)."""
+        return self.summary.get("complete", True) is not False
+
+    @property
+    def records(self) -> list[dict]:
+        if self._records is None:
+            self._records = [r for p in (self.parts or [self.path]) for r in read_records(p)]
+        return self._records
+
+    def lengths(self) -> list[str]:
+        return list(self.summary.get("by_length") or {})
+
+    def tasks(self) -> list[str]:
+        return list(self.summary.get("scores") or {})
+
+    def by_length(self, task: str | None = None) -> dict[str, Cell]:
+        """Score per length for one task, or the mean over tasks (question-weighted, as summarize)."""
+        counts = self.summary.get("counts") or {}
+        if task is not None:
+            row = (self.summary.get("scores") or {}).get(task, {})
+            return {n: Cell(s, (counts.get(task) or {}).get(n)) for n, s in row.items()}
+        return {n: Cell(s, _sum_or_none(c.get(n) for c in counts.values()) if counts else None)
+                for n, s in (self.summary.get("by_length") or {}).items()}
+
+    def by_task(self) -> dict[str, Cell]:
+        counts = self.summary.get("counts") or {}
+        return {t: Cell(s, _sum_or_none((counts.get(t) or {}).values()) if counts else None)
+                for t, s in (self.summary.get("by_task") or {}).items()}
+
+    def overall(self) -> Cell:
+        return Cell(self.summary.get("overall"), self.summary.get("num_questions"))
+
+    def aggregates(self) -> dict[str, float]:
+        """The benchmark's own aggregates (LongBench categories ...), as the runner writes them."""
+        return {k.split("/", 1)[1]: v for k, v in self.summary.items() if k.startswith("aggregate/")}
+
+
+def _sum_or_none(values) -> int | None:
+    values = list(values)
+    return None if not values or any(v is None for v in values) else int(sum(values))
+
+
+def _run_folders(root: Path) -> list[Path]:
+    """Run folders under `root` (config.yaml + summary.json), and those that sweep job folders point to."""
+    found = [s.parent for s in sorted(root.rglob("summary.json")) if s.with_name("config.yaml").exists()]
+    if root.is_dir() and (root / "summary.json").exists() and (root / "config.yaml").exists():
+        found.insert(0, root)
+    for pointer in sorted(root.rglob(POINTER)):
+        target = _follow(pointer)
+        if target is None:
+            print(f"[memexp report] {pointer}: points to no run folder with a summary.json", file=sys.stderr)
+        else:
+            found.append(target)
+    return found
+
+
+def _follow(pointer: Path) -> Path | None:
+    text = pointer.read_text().strip()
+    if not text:
+        return None
+    p = Path(text).expanduser()
+    # relative pointers: to the job folder, or to the folder the sweep was launched from
+    for cand in ([p] if p.is_absolute() else [pointer.parent / p, Path.cwd() / p]):
+        if (cand / "summary.json").exists() and (cand / "config.yaml").exists():
+            return cand
+    return None
+
+
+def find_runs(roots: list[Path]) -> list[Run]:
+    """Every run under `roots` (run folders, or sweep folders with pointers), each once; shards
+    of one configuration (configs equal but for bench.shard) merged into one run."""
+    seen: dict[Path, None] = {}
+    for root in roots:
+        for folder in _run_folders(Path(root)):
+            seen.setdefault(folder.resolve(), None)
+    runs = [Run(path=f, config=yaml.safe_load((f / "config.yaml").read_text()) or {}, summary=read_summary(f))
+            for f in seen]
+    return _merge_sharded(runs)
+
+
+def _is_shard(run: Run) -> bool:
+    return bool(run.summary.get("shard") or (run.config.get("bench") or {}).get("shard"))
+
+
+def _merge_sharded(runs: list[Run]) -> list[Run]:
+    groups: dict[str, list[Run]] = {}
+    for r in runs:
+        # unsharded runs keep their own key: two equal configs in two folders stay two rows
+        key = config_key(r.config) if _is_shard(r) else f"folder:{r.path}"
+        groups.setdefault(key, []).append(r)
+    out = []
+    for members in groups.values():
+        if len(members) == 1 and not _is_shard(members[0]):
+            out.append(members[0])
+            continue
+        folders = [m.path for m in members]
+        records, summary = merge_shards(folders)
+        out.append(Run(path=folders[0], config=members[0].config, summary=summary, parts=folders, _records=records))
+    return out
+
+
+def by_bench(runs: list[Run]) -> dict[str, list[Run]]:
+    """Runs per benchmark: a table or figure never mixes RULER with LongBench."""
+    out: dict[str, list[Run]] = {}
+    for r in runs:
+        out.setdefault(r.bench, []).append(r)
+    return dict(sorted(out.items()))
+
+
+def added_flops_percent(run: Run) -> dict[str, float]:
+    """Per length: added FLOPs as % of Plain (100 * sum added / sum plain, as summarize) and the
+    from the records' `costs` (memexp.costs.record_costs); lengths without modelled costs are left out."""
+    sums: dict[str, list[float]] = {}
+    for rec in run.records:
+        c = rec.get("costs") or {}
+        if c.get("added_flops") is None or not c.get("plain_flops"):
+            continue
+        s = sums.setdefault(str(rec["length"]), [0.0, 0.0])
+        s[0] += c["added_flops"]
+        s[1] += c["plain_flops"]
+    return {n: 100.0 * a / p for n, (a, p) in sums.items()}
+
+
+def mean_context_tokens(run: Run) -> dict[str, float]:
+    tok: dict[str, list[int]] = {}
+    for rec in run.records:
+        if "context" in (rec.get("tokens") or {}):
+            tok.setdefault(str(rec["length"]), []).append(rec["tokens"]["context"])
+    return {n: sum(v) / len(v) for n, v in tok.items()}
