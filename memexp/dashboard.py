@@ -153,10 +153,12 @@ def main(argv: list[str]) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(spec, indent=2) + "\n")
-    offline = os.environ.get("WANDB_MODE") in ("offline", "disabled", "dryrun") or not has_wandb_credentials()
+    mode = os.environ.get("WANDB_MODE")
+    offline = f"WANDB_MODE={mode}" if mode in ("offline", "disabled", "dryrun") else \
+        None if has_wandb_credentials() else "no W&B credentials"
     if offline:
-        print(f"[memexp] offline (no W&B credentials or WANDB_MODE={os.environ.get('WANDB_MODE', '')}): would "
-              f"{'update ' + args.url if args.url else 'create'} in {args.entity or '<default entity>'}/{args.project}:")
+        print(f"[memexp] offline ({offline}): would {'update ' + args.url if args.url else 'create'} "
+              f"in {args.entity or '<default entity>'}/{args.project}:")
         print(describe(spec))
         print(f"[memexp] spec saved to {out}")
         return 0
