@@ -7,6 +7,7 @@
   latency  measured Plain vs NoteBank latency and peak memory (App. C.5)
   data     download and cache a benchmark's data for offline runs
   report   the papers' tables (Markdown, CSV, LaTeX) and figures from run and sweep folders
+  dashboard  create or update a W&B workspace with memexp's panels (offline: print and save the spec)
 """
 
 from __future__ import annotations
@@ -97,7 +98,14 @@ def _report(argv: list[str]) -> int:
     return report_main(argv)
 
 
-COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report}
+def _dashboard(argv: list[str]) -> int:
+    from memexp.dashboard import main as dashboard_main
+
+    return dashboard_main(argv)
+
+
+COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report,
+            "dashboard": _dashboard}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -155,6 +155,11 @@ def hydra_run(argv: list[str]) -> int:
         print(f"memexp: {e}", file=sys.stderr)
         return 2
 
+    from memexp.tracking import label_overrides, swept_keys
+
+    user = [o for o in overrides if not o.startswith(("hydra.", "hydra/"))]
+    swept = swept_keys(sweep_jobs(user)) if multirun else None  # a sweep's runs are told apart by these
+
     @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
     def _main(cfg: DictConfig) -> None:
         from hydra.core.hydra_config import HydraConfig
@@ -164,7 +169,7 @@ def hydra_run(argv: list[str]) -> int:
         hc = HydraConfig.get()
         group = Path(hc.sweep.dir).name if hc.mode.name == "MULTIRUN" else None
         try:
-            run(validate(cfg), sweep_group=group)
+            run(validate(cfg), sweep_group=group, labels=label_overrides(hc.overrides.task, swept))
         except Exception as e:
             if type(e).__name__ not in USER_ERRORS:
                 raise

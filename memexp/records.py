@@ -29,8 +29,9 @@ _NOT_IN_HASH = ("logger", "progress", "threads", "output_dir", "max_examples", "
 class Record:
     """One answered question: one line of records.jsonl.
 
-    The field order is the JSON key order of the line; `costs` is left out of the line when
-    None (a run without cost accounting). The identity, task, length and score are what a
+    The field order is the JSON key order of the line; the optional fields (`question`,
+    `costs`) are left out of the line when None, so records written before they existed load
+    and compare unchanged. The identity, task, length and score are what a
     summary needs; the rest default to empty so a record made by hand (a test, another tool)
     may leave them out.
     """
@@ -39,6 +40,7 @@ class Record:
     question_id: str
     task: str
     length: int | str
+    question: str | None = None  # the text read after the context (the question's prompt)
     prediction: str = ""
     references: list[str] = field(default_factory=list)
     score: float
@@ -53,7 +55,8 @@ class Record:
         return (str(self.example_id), str(self.question_id))
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if not (f.name == "costs" and self.costs is None)}
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if not (f.name in _OPTIONAL and getattr(self, f.name) is None)}
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Record:
@@ -64,6 +67,7 @@ class Record:
 
 
 _RECORD_FIELDS = frozenset(f.name for f in fields(Record))
+_OPTIONAL = ("question", "costs")
 
 
 def config_hash(cfg_dict: dict) -> str:

@@ -25,8 +25,9 @@ from memexp.records import Record, RunFolder, format_table, run_folder, summariz
 from memexp.tracking import make_sink
 
 
-def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
-    """Run (or resume) one configuration; returns the summary."""
+def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None = None) -> dict:
+    """Run (or resume) one configuration; returns the summary. `labels`: the `field=value`s that
+    tell this run apart in the logger (memexp.tracking.label_overrides)."""
     from memexp.backbones import load_backbone
     from memexp.dispatch import set_kernels
     from memexp.methods import build_method
@@ -50,13 +51,13 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
     if total is None:
         examples = list(examples)
         total = len(examples)
+    available = total
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
     costs = _record_costs_fn(cfg, backbone)
 
-    tags = [f"backbone:{cfg.backbone.name}", f"method:{cfg.method.name}", f"bench:{cfg.bench.name}"]
-    sink = make_sink(cfg.logger, folder.path, cfg_dict, name=folder.path.name, tags=tags,
-                     group=sweep_group, run_id=folder.read_text("wandb_id.txt"))
+    sink = make_sink(cfg.logger, folder.path, cfg_dict, group=sweep_group, run_id=folder.read_text("wandb_id.txt"),
+                     labels=labels, expected_examples=available)
     if getattr(sink, "run_id", None):
         folder.write_text("wandb_id.txt", sink.run_id)
     records = list(done)
@@ -82,7 +83,9 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
         sink.finish(summary)
     except BaseException:
         if records:
-            folder.write_summary(_summary(records, bench, seen))
+            partial = _summary(records, bench, seen)
+            folder.write_summary(partial)
+            sink.finish({**partial, "complete": False})  # the logger marks the run incomplete
         raise
     title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
     print(format_table(summary, title))
@@ -139,7 +142,7 @@ def answer_record(ex: Example, q: Question, prediction: str, score: float, conte
     """The record of `q` answered from `memory`, which read `ex`'s context in `read_seconds`
     (built here, not in records.py, so that records depend on no benchmark or method type)."""
     return Record(
-        example_id=ex.id, question_id=q.id, task=ex.task, length=ex.length, prediction=prediction,
+        example_id=ex.id, question_id=q.id, task=ex.task, length=ex.length, question=q.prompt, prediction=prediction,
         references=q.references, score=score, metric=q.metric, tokens={"context": context_tokens, **answer.tokens},
         seconds={"read": read_seconds, **{f"read/{k}": v for k, v in memory.seconds.items()}, **answer.seconds},
         method_stats={**memory.stats, **answer.stats},

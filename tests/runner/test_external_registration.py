@@ -49,7 +49,7 @@ class Echo(Method):
         state = backbone.init_state()
         for _ in range(self.cfg.reads):
             backbone.forward(state, context_ids)
-        return Memory(state=state, context_len=len(context_ids), stats={"reads": self.cfg.reads})
+        return Memory(state=state, context_len=len(context_ids), stats={"reads": self.cfg.reads}, extra=None)
 
     def answer(self, backbone, memory: Memory, question_ids, question: Question, stop=None) -> Answer:
         ids = backbone.generate(memory.state.clone(), question_ids, question.max_new_tokens, stop)

@@ -58,7 +58,7 @@ def test_answer_record_merges_read_and_answer_figures_as_the_runner_always_has()
                     tokens={"question": 4, "generated": 2})
     rec = runner.answer_record(ex, q, "7", 100.0, 9, 0.75, memory, answer)
     assert rec.to_json() == {
-        "example_id": "ex", "question_id": "q1", "task": "niah", "length": 512, "prediction": "7",
+        "example_id": "ex", "question_id": "q1", "task": "niah", "length": 512, "question": " Q?", "prediction": "7",
         "references": ["7"], "score": 100.0, "metric": "string_match_all",
         "tokens": {"context": 9, "question": 4, "generated": 2},
         "seconds": {"read": 0.75, "read/prefill_write": 0.5, "route": 0.25, "generate": 1.0},

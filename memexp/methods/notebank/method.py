@@ -81,7 +81,9 @@ class NoteBank(Method[Archive]):
         selected = []
         for k, i in enumerate(selection.notes):
             chunk, start, end = archive.spans[i].tolist()
-            entry = {"note": i, "chunk": chunk, "start": start, "end": end}
+            # the note's text, so a per-question table shows what was replayed
+            entry = {"note": i, "chunk": chunk, "start": start, "end": end,
+                     "text": archive.texts(backbone.tokenizer)[i]}
             if selection.scores is not None and self.router.name == "native":
                 entry["votes"] = int(selection.scores[k])
             elif selection.scores is not None:
