@@ -25,8 +25,11 @@ class NoteBankConfig(MethodConfig):
     rescale: Optional[float] = None  # lambda applied to the recurrent state before replay; null = none
     router: str = "native"  # a name in memexp.registry.ROUTERS: native | random | bm25 | embedding | oracle
     router_seed: int = 0  # seed of the random router
-    note_separator: str = " "  # text between replayed notes
-    replay_suffix: str = " "  # text between the replayed notes and the question
+    # The paper replays the notes' own ids back to back, then the question (Eq. 6, App. B.4): nothing
+    # between notes, nothing before the question. A backbone trained on another replay form (tiny_gdn)
+    # states its own in conf/method_for_backbone/notebank_<backbone>.yaml.
+    note_separator: str = ""  # text between replayed notes
+    replay_suffix: str = ""  # text between the replayed notes and the question
 
     def __post_init__(self) -> None:
         _choice("method.write_budget", self.write_budget, (1, 2))
