@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from memexp.config import ConfigError, MethodConfig, _at_least, _choice
+from memexp.methods.rescale import check_rescale
 from memexp.registry import METHODS, ROUTERS
 
 
@@ -40,8 +41,7 @@ class NoteBankConfig(MethodConfig):
         _at_least("method.tail", self.tail, 0)
         if self.address_dim is not None:
             _at_least("method.address_dim", self.address_dim, 1)
-        if self.rescale is not None and not 0.0 <= self.rescale <= 1.0:
-            raise ConfigError(f"method.rescale={self.rescale!r}: must be null or a number in [0, 1]")
+        check_rescale(self.rescale)
         if self.router not in ROUTERS:
             raise ConfigError(ROUTERS.unknown_message(self.router))
 
