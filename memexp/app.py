@@ -28,7 +28,8 @@ def group_options(group: str) -> list[str]:
     """The YAML options of a conf/ group; for method and bench also every registered name (an
     outside package's entry runs by name, composed from its schema's defaults)."""
     d = CONF_DIR / group
-    files = {p.stem for p in d.glob("*.yaml")} if d.is_dir() else set()
+    # a preset's sibling <name>.paper.yaml holds the paper's numbers, not an option
+    files = {p.stem for p in d.glob("*.yaml") if not p.name.endswith(".paper.yaml")} if d.is_dir() else set()
     registry = {"method": METHODS, "bench": BENCHES}.get(group)
     return sorted(files | set(registry.names() if registry is not None else ()))
 

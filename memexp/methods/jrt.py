@@ -4,7 +4,8 @@ context and question, is read twice before generation.
 One prompt transform for every benchmark: context, question, separator, context again,
 question again, then greedy generation. The context's first reading is the retained memory,
 so a context with many questions is read once plus once per question. A leading BOS is not
-repeated in the second reading.
+repeated in the second reading. With `rescale` (lambda), the recurrent state is scaled after the
+context's first reading, before everything after it (memexp.methods.rescale).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from memexp.benchmarks.base import Question
 from memexp.config import JRTConfig
 from memexp.methods.base import Answer, Memory, Method
 from memexp.methods.plain import prefill
+from memexp.methods.rescale import apply_rescale
 
 
 class JRT(Method[list[int]]):
@@ -39,6 +41,7 @@ class JRT(Method[list[int]]):
         separator = backbone.tokenizer.encode(self.cfg.separator) if self.cfg.separator else []
         first_pass = question_ids + separator + context
         state = memory.state.clone()
+        apply_rescale(state, self.cfg.rescale)
         with watch.stage("reread"):
             if first_pass:
                 backbone.forward(state, first_pass)

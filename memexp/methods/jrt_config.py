@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from memexp.config import MethodConfig
+from memexp.methods.rescale import check_rescale
 from memexp.registry import METHODS
 
 
@@ -14,6 +16,12 @@ class JRTConfig(MethodConfig):
 
     name: str = "jrt"
     separator: str = "\n\n"  # text between the first and second reading
+    # lambda applied to the recurrent state after the context's first reading, before the second
+    # (the boundary of NoteBank's rescale, App. C.3); null = none
+    rescale: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        check_rescale(self.rescale)
 
 
 METHODS.register(JRTConfig.name, "memexp.methods.jrt:JRT", schema=JRTConfig)

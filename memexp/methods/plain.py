@@ -1,4 +1,8 @@
-"""Plain: read the context, then the question, then generate greedily."""
+"""Plain: read the context, then the question, then generate greedily.
+
+With `rescale` (lambda), the recurrent state is scaled right after the context, before the
+question (memexp.methods.rescale); `method=clean_start` is Plain with lambda = 0 (App. C.3).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from memexp.backbones.base import Backbone, State, Stopwatch
 from memexp.benchmarks.base import Question
 from memexp.config import PlainConfig
 from memexp.methods.base import Answer, Memory, Method
+from memexp.methods.rescale import apply_rescale
 
 
 def prefill(backbone: Backbone, context_ids: list[int]) -> tuple[State, dict[str, float]]:
@@ -32,6 +37,7 @@ class Plain(Method[None]):
                stop: list[int] | None = None) -> Answer:
         watch = Stopwatch()
         state = memory.state.clone()
+        apply_rescale(state, self.cfg.rescale)
         with watch.stage("generate"):
             ids = backbone.generate(state, question_ids, question.max_new_tokens, stop, question.min_new_tokens)
         return Answer(ids=ids, seconds=watch.seconds, tokens={"question": len(question_ids), "generated": len(ids)})

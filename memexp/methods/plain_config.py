@@ -1,10 +1,13 @@
-"""Plain's schema and registration (light: no torch, so validating a config loads no model code)."""
+"""Plain's schema and registration, and its clean-start control (light: no torch, so validating a
+config loads no model code)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from memexp.config import MethodConfig
+from memexp.methods.rescale import check_rescale
 from memexp.registry import METHODS
 
 
@@ -13,6 +16,27 @@ class PlainConfig(MethodConfig):
     """Context, question, greedy generation."""
 
     name: str = "plain"
+    # lambda applied to the recurrent state after the context, before the question (App. C.3's
+    # matched control for NoteBank's rescale); null = none
+    rescale: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        check_rescale(self.rescale)
+
+
+@dataclass
+class CleanStartConfig(PlainConfig):
+    """Clean start (NoteBank paper, App. C.3 and Table 6): Plain with the recurrent state reset
+    right before the question, no replay. Conv windows, KV caches and positions are kept."""
+
+    name: str = "clean_start"
+    rescale: Optional[float] = 0.0  # a number: a clean start without a rescale would be Plain
+
+    def __post_init__(self) -> None:
+        check_rescale(self.rescale, allow_none=False)
 
 
 METHODS.register(PlainConfig.name, "memexp.methods.plain:Plain", schema=PlainConfig)
+# The clean start is Plain under another default, so it runs Plain's code; its own name keeps its
+# run folders and records apart from Plain's.
+METHODS.register(CleanStartConfig.name, "memexp.methods.plain:Plain", schema=CleanStartConfig)

@@ -43,6 +43,18 @@ class WordTokenizer(Tokenizer):
         return out
 
 
+class SpacedTokenizer(WordTokenizer):
+    """WordTokenizer where each space is a token too (as in byte-level and many BPE vocabularies),
+    so any text put between replayed notes or before the question shows up as ids."""
+
+    def __init__(self) -> None:
+        super().__init__(FILLER + RARE + [" "])
+
+    def encode(self, text: str, add_bos: bool = False) -> list[int]:
+        bos = [self.bos_id] if add_bos and self.bos_id is not None else []
+        return bos + [self.index[w] for w in re.findall(r"\n|<s>|\w+|[^\w\s]| ", text)]
+
+
 class ToyState(State):
     def __init__(self, memory: torch.Tensor, position: int = 0) -> None:
         self.memory = memory  # [L, H, d_v, d_k] fp64
@@ -64,15 +76,17 @@ class ToyBackbone(Backbone):
 
     name = "toy"
 
-    def __init__(self, layers: int = 4, heads: int = 6, d_k: int = 16, piece: int = 96, seed: int = 0) -> None:
-        self.tokenizer = WordTokenizer()
+    def __init__(self, layers: int = 4, heads: int = 6, d_k: int = 16, piece: int = 96, seed: int = 0,
+                 tokenizer: WordTokenizer | None = None) -> None:
+        self.tokenizer = tokenizer or WordTokenizer()
         self.device, self.dtype = torch.device("cpu"), torch.float32
         self.layers, self.heads, self.d_k, self.piece = layers, heads, d_k, piece
         self.channels = [Channel(layer, head, d_k) for layer in range(layers) for head in range(heads)]
         g = torch.Generator().manual_seed(seed)
         vocab = len(self.tokenizer.vocab)
         raw = torch.randn(layers, heads, vocab, d_k, generator=g)
-        filler = [self.tokenizer.index[w] for w in FILLER + ["."]]
+        # a space token (SpacedTokenizer) is as common as filler, so it shares the filler direction
+        filler = [self.tokenizer.index[w] for w in FILLER + [".", " "] if w in self.tokenizer.index]
         common = torch.randn(layers, heads, 1, d_k, generator=g)
         raw[:, :, filler] = common + 0.1 * raw[:, :, filler]
         self.keys = torch.nn.functional.normalize(raw, dim=-1)  # [L, H, V, d_k]

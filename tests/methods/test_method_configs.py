@@ -11,7 +11,7 @@ from memexp.registry import METHODS
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
-@pytest.mark.parametrize("name", ["plain", "jrt", "notebank"])
+@pytest.mark.parametrize("name", ["plain", "jrt", "notebank", "clean_start"])
 def test_method_yaml_validates(name):
     node = OmegaConf.load(CONF / "method" / f"{name}.yaml")
     assert list(node.defaults) == [f"/schema/method/{name}@_here_", "_self_"]  # it names its schema

@@ -47,7 +47,7 @@ def test_tiny_gdn_gets_its_quick_start_scale_and_the_bm25_router():
     cfg = load_config(["backbone=tiny_gdn"])  # the default run: method=notebank bench=ruler
     # conf/bench_for_backbone/ruler_tiny_gdn.yaml and conf/method_for_backbone/notebank_tiny_gdn.yaml
     assert cfg.bench == RulerConfig(lengths=[1024, 4096, 16384], num_samples=50)
-    assert cfg.method == NoteBankConfig(router="bm25")
+    assert cfg.method == NoteBankConfig(router="bm25", note_separator=" ", replay_suffix=" ")
 
 
 def test_mamba2_gets_its_notebank_chunks_and_state_reset_and_ruler_defaults():

@@ -82,8 +82,15 @@ def test_every_shipped_option_composes_and_validates(tmp_path):
             assert getattr(cfg, group).name == option
 
 
-def test_every_experiment_composes_and_validates():
+def test_every_experiment_composes_and_validates(tmp_path):
     for option in group_options("experiment"):
-        load_config([f"experiment={option}"])
+        try:
+            load_config([f"experiment={option}"])
+        except ConfigError as e:
+            # a checkpoint that only exists after a conversion script (mamba2_8b) names its path
+            assert "backbone.pretrained=" in str(e) and "no such file" in str(e)
+            load_config([f"experiment={option}", f"backbone.pretrained={tmp_path}"])
         header = (CONF_DIR / "experiment" / f"{option}.yaml").read_text().splitlines()[:5]
-        assert any("python -m memexp run" in line for line in header), f"{option}.yaml header must state its command"
+        # `memexp latency` presets (Table 7) state that command instead of `run`
+        assert any("python -m memexp run" in line or "python -m memexp latency" in line for line in header), \
+            f"{option}.yaml header must state its command"

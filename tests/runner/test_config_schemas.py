@@ -72,9 +72,9 @@ def test_every_method_and_bench_composes_with_every_field(group, registry):
 # and lost their repeated defaults; tiny_gdn's absolute asset path is replaced (it depends on the clone).
 FOLDERS = [
     ([], "ruler/tiny_gdn/notebank/a287126abe"),
-    (["backbone=mamba2"], "ruler/mamba2/notebank/dd40e6c3e0"),
-    (["bench=longbench", "method=plain"], "longbench/tiny_gdn/plain/8b6ddb2945"),
-    (["method=jrt", "bench=memoryagentbench", "backbone=qwen35_9b"], "memoryagentbench/qwen35_9b/jrt/52c96d6dc5"),
+    (["backbone=mamba2"], "ruler/mamba2/notebank/c65b2e879e"),
+    (["bench=longbench", "method=plain"], "longbench/tiny_gdn/plain/abd928ce72"),
+    (["method=jrt", "bench=memoryagentbench", "backbone=qwen35_9b"], "memoryagentbench/qwen35_9b/jrt/80081def35"),
 ]
 
 

@@ -126,7 +126,7 @@ def test_capabilities_come_from_the_registry(toys):
         load_config(["backbone=tiny_gdn_random", "backbone.arch=toy_flat", "method=notebank"])
     assert str(err.value) == ("method=notebank: backbone=tiny_gdn_random is an attention backbone (arch toy_flat) "
                               "with no recurrent channels to write or address notes; "
-                              "allowed methods here are plain, jrt, toy_echo")
+                              "allowed methods here are plain, clean_start, jrt, toy_echo")
     assert load_config(["backbone=tiny_gdn_random", "backbone.arch=toy_arch", "method=notebank"]).method.name == \
         "notebank"
 
@@ -134,8 +134,8 @@ def test_capabilities_come_from_the_registry(toys):
 UNKNOWN = [
     (["backbone.arch=gnd"], "backbone.arch='gnd': did you mean gdn? allowed values are gdn, gdn2, mamba2, qwen35, "
                             "llama"),
-    (["method=nootbank"], "method=nootbank: did you mean notebank? allowed values are jrt, notebank, plain"),
-    (["method.name=jtr"], "method.name='jtr': did you mean jrt? allowed values are plain, jrt, notebank"),
+    (["method=nootbank"], "method=nootbank: did you mean notebank? allowed values are clean_start, jrt, notebank, plain"),
+    (["method.name=jtr"], "method.name='jtr': did you mean jrt? allowed values are plain, clean_start, jrt, notebank"),
     (["method.router=bm52"], "method.router='bm52': did you mean bm25? allowed values are native, random, bm25, "
                              "embedding, oracle"),
     (["bench=rular"], "bench=rular: did you mean ruler? allowed values are longbench, longbench_v2, longhealth, "

@@ -87,10 +87,21 @@ def attention_ref(
 
 
 class KVCache:
-    """One layer's keys and values [B, T, Hkv, D], stored in a buffer that grows by doubling
-    so appending a chunk costs its own size (amortised). With a window, only the last
-    `window - 1` tokens are kept between forward calls: that is all the next query can see.
+    """One layer's keys and values [B, T, Hkv, D] in a buffer of `capacity` rows, of which the
+    first `length` are written. With a window, only the last `window - 1` tokens are kept between
+    forward calls: that is all the next query can see.
+
+    Growth is bounded so that long contexts do not hold much more than their own KV: a full
+    buffer grows by its own size while small (amortised doubling) and by at most `MAX_STEP` rows
+    once large, always to a multiple of `BLOCK` rows. A clone copies the written rows into a buffer
+    with `BLOCK` to `2 * BLOCK - 1` free rows, so the replay, question and a short answer of an
+    answer branch append without growing it; a long answer grows it by `MAX_STEP`, not by the
+    context's size (doubling there made each branch briefly hold about three times the context's KV
+    together with the retained state's buffer).
     """
+
+    BLOCK = 1024  # rows: capacities are multiples of this
+    MAX_STEP = 65536  # rows: the most a full buffer grows by at once
 
     def __init__(self, k: torch.Tensor, v: torch.Tensor, length: int, window: int | None = None) -> None:
         self.k, self.v, self.length, self.window = k, v, length, window
@@ -100,11 +111,17 @@ class KVCache:
         z = torch.empty(batch, 0, kv_heads, head_dim, dtype=dtype, device=device)
         return cls(z, z.clone(), 0, window)
 
+    @property
+    def capacity(self) -> int:
+        """Rows the buffer holds, written or not."""
+        return self.k.shape[1]
+
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add [B, T, Hkv, D] keys/values; return views of every cached key and value."""
         need = self.length + k.shape[1]
-        if need > self.k.shape[1]:
-            cap = max(need, 2 * self.k.shape[1])
+        if need > self.capacity:
+            step = min(max(self.capacity, self.BLOCK), self.MAX_STEP)
+            cap = _round_up(max(need, self.capacity + step), self.BLOCK)
             self.k, self.v = (self._grown(t, cap) for t in (self.k, self.v))
         self.k[:, self.length : need] = k
         self.v[:, self.length : need] = v
@@ -133,7 +150,9 @@ class KVCache:
         return out
 
     def clone(self) -> "KVCache":
-        return KVCache(self.k[:, : self.length].clone(), self.v[:, : self.length].clone(), self.length, self.window)
+        """A copy of the written rows in a buffer of their length rounded up, plus one `BLOCK`."""
+        cap = _round_up(self.length + self.BLOCK, self.BLOCK)
+        return KVCache(self._grown(self.k, cap), self._grown(self.v, cap), self.length, self.window)
 
     def scale_recurrent(self, lam: float) -> None:
         """Keys and values are not recurrent memory: a layer state's rescale keeps them."""
@@ -141,3 +160,7 @@ class KVCache:
     def nbytes(self) -> int:
         b, _, h, d = self.k.shape
         return 2 * b * self.length * h * d * self.k.element_size()
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple

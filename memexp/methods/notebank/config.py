@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from memexp.config import ConfigError, MethodConfig, _at_least, _choice
+from memexp.methods.rescale import check_rescale
 from memexp.registry import METHODS, ROUTERS
 
 
@@ -25,8 +26,11 @@ class NoteBankConfig(MethodConfig):
     rescale: Optional[float] = None  # lambda applied to the recurrent state before replay; null = none
     router: str = "native"  # a name in memexp.registry.ROUTERS: native | random | bm25 | embedding | oracle
     router_seed: int = 0  # seed of the random router
-    note_separator: str = " "  # text between replayed notes
-    replay_suffix: str = " "  # text between the replayed notes and the question
+    # The paper replays the notes' own ids back to back, then the question (Eq. 6, App. B.4): nothing
+    # between notes, nothing before the question. A backbone trained on another replay form (tiny_gdn)
+    # states its own in conf/method_for_backbone/notebank_<backbone>.yaml.
+    note_separator: str = ""  # text between replayed notes
+    replay_suffix: str = ""  # text between the replayed notes and the question
 
     def __post_init__(self) -> None:
         _choice("method.write_budget", self.write_budget, (1, 2))
@@ -37,8 +41,7 @@ class NoteBankConfig(MethodConfig):
         _at_least("method.tail", self.tail, 0)
         if self.address_dim is not None:
             _at_least("method.address_dim", self.address_dim, 1)
-        if self.rescale is not None and not 0.0 <= self.rescale <= 1.0:
-            raise ConfigError(f"method.rescale={self.rescale!r}: must be null or a number in [0, 1]")
+        check_rescale(self.rescale)
         if self.router not in ROUTERS:
             raise ConfigError(ROUTERS.unknown_message(self.router))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from memexp.backbones.base import Backbone, State, Stopwatch
 from memexp.benchmarks.base import Question
 from memexp.methods.notebank.archive import Archive
+from memexp.methods.rescale import apply_rescale
 
 
 def replay_sequence(archive: Archive, notes: list[int], separator: list[int], suffix: list[int]) -> list[int]:
@@ -30,8 +31,7 @@ def read_out(backbone: Backbone, state: State, replay: list[int], question_ids: 
              stop: list[int] | None, rescale: float | None, watch: Stopwatch) -> list[int]:
     """Advance `state` (a copy) over the replay and the question; return the greedy answer."""
     with watch.stage("replay"):
-        if rescale is not None:
-            state.scale_recurrent(rescale)
+        apply_rescale(state, rescale)
         if replay:
             backbone.forward(state, replay)
     with watch.stage("generate"):

@@ -1,0 +1,190 @@
+"""Every conf/experiment preset composes and validates through memexp.app (no model loads), at every
+point of its own sweep, and holds the paper's protocol; every sibling <preset>[.<backbone>].paper.yaml
+holds the paper's numbers in the format `memexp report` reads.
+
+PAPER below is written from the NoteBank paper (App. C.2, C.3, C.5, D.2; Tables 1-3, 5-8; Figs. 1, 3,
+5, 6, 9, 11), not from the presets: which backbones and methods each table or figure compares, and
+the NoteBank settings, lengths, sample counts and decoding limits it states.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from omegaconf import OmegaConf
+
+from memexp.app import CONF_DIR, group_options, load_config, sweep_jobs
+from memexp.config import ConfigError
+from memexp.registry import BENCHES, METHODS
+
+EXPERIMENTS = CONF_DIR / "experiment"
+NIAH6 = ["niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multiquery", "niah_multivalue"]
+RULER_LENGTHS = [4096, 16384, 65536, 262144, 1048576]  # App. C.2: 4K, 16K, 64K, 256K, 1M
+LONGBENCH12 = ["narrativeqa", "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa", "musique", "gov_report",
+               "qmsum", "multi_news", "trec", "triviaqa", "samsum"]  # App. C.2
+MAB11 = 11  # App. C.2: FactConsolidation-sh/mh x 3 sizes, EventQA x 3, RULER QA1 / QA2
+C = {"gdn": 512, "gdn2": 512, "mamba2": 256, "mamba2_8b": 256, "qwen35_9b": 512}  # App. C.3 (Qwen: not stated)
+RESET = {"mamba2": 0.0, "mamba2_8b": 0.0}  # App. C.3: lambda = 0 right before replay on Mamba-2
+
+# preset -> what the paper compares (jobs: (backbone, method, router or None)) and its settings;
+# "R" maps (backbone, router) -> replay budget; bench fields are checked exactly.
+PAPER = {
+    "paper_ruler_niah": {  # Fig. 1a / 3 / 6: Plain, JRT, NB-TF top-2 on three 1.3B backbones
+        "jobs": {(b, m, None) for b in ("gdn", "gdn2", "mamba2") for m in ("plain", "jrt", "notebank")},
+        "R": 2, "bench": {"name": "ruler", "tasks": NIAH6, "lengths": RULER_LENGTHS, "num_samples": 100}},
+    "paper_longbench_gdn": {  # Table 1 / 5: top-1 on GDN
+        "jobs": {("gdn", m, None) for m in ("plain", "jrt", "notebank")},
+        "R": 1, "bench": {"name": "longbench", "tasks": LONGBENCH12, "num_samples": 30, "max_length": None}},
+    "paper_longbench_mamba2": {  # Table 1 / 5: top-4 on Mamba-2, C = 256
+        "jobs": {("mamba2", m, None) for m in ("plain", "jrt", "notebank")},
+        "R": 4, "bench": {"name": "longbench", "tasks": LONGBENCH12, "num_samples": 30, "max_length": None}},
+    "paper_memoryagentbench_mamba2_8b": {  # Tables 2 / 6: Plain, clean start, NB-TF top-4 (top-1 by override)
+        "jobs": {("mamba2_8b", m, None) for m in ("plain", "clean_start", "notebank")},
+        "R": 4, "bench": {"name": "memoryagentbench", "n_tasks": MAB11, "input_length_limit": None}},
+    "paper_memoryagentbench_qwen35": {  # Tables 2 / 6: Plain, NB-TF top-4 (top-1 by override)
+        "jobs": {("qwen35_9b", m, None) for m in ("plain", "notebank")},
+        "R": 4, "bench": {"name": "memoryagentbench", "n_tasks": MAB11, "input_length_limit": None}},
+    "paper_longbench_v2_qwen35": {  # Table 2 / App. C.2: top-8, keep what fits, greedy to 32,768, chat
+        "jobs": {("qwen35_9b", m, None) for m in ("plain", "notebank")},
+        "R": 8, "chat": True,
+        "bench": {"name": "longbench_v2", "overlength": "skip", "max_new_tokens": 32768,
+                  "domains": ["Single-Document QA", "Multi-Document QA", "Long-dialogue History Understanding"],
+                  "sub_domains": ["User guide QA"]}},
+    "paper_routers_ruler": {  # Table 3 / 8: routers at top-1, RULER at 1M
+        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25")},
+        "R": 1, "bench": {"name": "ruler", "tasks": NIAH6, "lengths": [1048576], "num_samples": 100}},
+    "paper_routers_longbench": {  # Table 3 / 8: routers at top-1, LongBench
+        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25")},
+        "R": 1, "bench": {"name": "longbench", "tasks": LONGBENCH12, "num_samples": 30}},
+    "paper_oracle_ruler": {  # Fig. 5b: native vs oracle, RULER at 1M
+        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("native", "oracle")},
+        "R": 4, "bench": {"name": "ruler", "tasks": NIAH6, "lengths": [1048576], "num_samples": 100}},
+    "paper_oracle_longbench": {  # Fig. 5c: native top-1 vs Oracle-1 on four LongBench QA tasks
+        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("native", "oracle")},
+        "R": 1, "bench": {"name": "longbench", "tasks": ["hotpotqa", "2wikimqa", "musique", "qasper"],
+                          "num_samples": 30}},
+    "paper_latency_gdn": {  # Table 7 / Fig. 4c / App. C.5: GDN, C=512, W=2, B=64, R=2, bf16
+        "jobs": {("gdn", "notebank", None)}, "R": 2, "dtype": "bfloat16", "bench": {"name": "ruler"}},
+    "paper_budgets_gdn": {  # Fig. 11: B in {64, 128, 256} x R in {1, 2, 4}
+        "jobs": {("gdn", "notebank", None)}, "grid": {(b, r) for b in (64, 128, 256) for r in (1, 2, 4)},
+        "bench": {"name": "ruler", "tasks": NIAH6, "num_samples": 100}},
+    "paper_budgets_mamba2": {
+        "jobs": {("mamba2", "notebank", None)}, "grid": {(b, r) for b in (64, 128, 256) for r in (1, 2, 4)},
+        "bench": {"name": "ruler", "tasks": NIAH6, "num_samples": 100}},
+}
+NOT_PAPER = {"tiny_gdn_lengths"}  # memexp's own tiny_gdn table
+
+
+def presets() -> list[str]:
+    return group_options("experiment")
+
+
+def jobs(name: str, tmp_path: Path) -> list:
+    """The validated RunConfig of every point of the preset's own sweep (hydra.sweeper.params)."""
+    params = OmegaConf.load(EXPERIMENTS / f"{name}.yaml").get("hydra", {}).get("sweeper", {}).get("params", {})
+    points = sweep_jobs([f"experiment={name}", *(f"{k}={v}" for k, v in params.items())])
+    out = []
+    for point in points:
+        try:
+            out.append(load_config(point))
+        except ConfigError as e:
+            # a checkpoint that exists only after a conversion script (mamba2_8b) names its path
+            assert "backbone.pretrained=" in str(e) and "no such file" in str(e), e
+            out.append(load_config([*point, f"backbone.pretrained={tmp_path}"]))
+    return out
+
+
+def test_every_preset_is_covered_by_the_table_from_the_paper():
+    assert set(presets()) == set(PAPER) | NOT_PAPER
+
+
+@pytest.mark.parametrize("name", sorted(PAPER))
+def test_preset_header_states_command_source_and_gpu_time(name):
+    header = []
+    for line in (EXPERIMENTS / f"{name}.yaml").read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    text = "\n".join(header)
+    assert any(f"experiment={name}" in line and ("python -m memexp run" in line or "python -m memexp latency" in line)
+               for line in header[:5]), "states its command at the top"
+    assert re.search(r"(Table|Fig\.) \d", text), "names the paper's table or figure"
+    assert "GPU time" in text and "ESTIMATE" in text and "H100" in text
+
+
+@pytest.mark.parametrize("name", sorted(PAPER))
+def test_preset_composes_at_every_sweep_point_with_the_papers_settings(name, tmp_path):
+    want = PAPER[name]
+    cfgs = jobs(name, tmp_path)
+    routed = any(router is not None for _, _, router in want["jobs"])
+    seen = {(c.backbone.name, c.method.name, c.method.router if routed else None) for c in cfgs}
+    assert seen == want["jobs"]
+    grid = set()
+    for c in cfgs:
+        bench = c.bench
+        for key, value in want["bench"].items():
+            if key == "n_tasks":
+                assert len(bench.tasks) == value
+            else:
+                assert getattr(bench, key) == value, f"bench.{key}"
+        assert c.backbone.chat is want.get("chat", False)
+        if "dtype" in want:
+            assert c.backbone.dtype == want["dtype"]
+        m = c.method
+        if m.name == "notebank":
+            assert (m.chunk_size, m.write_budget, m.window, m.tail, m.address_dim) == (C[c.backbone.name], 2, 48, 32, 16)
+            assert m.rescale == RESET.get(c.backbone.name)
+            assert (m.note_separator, m.replay_suffix) == ("", "")  # Eq. 6: notes back to back, then the question
+            if "grid" in want:
+                grid.add((m.span_budget, m.replay_budget))
+            else:
+                assert (m.span_budget, m.replay_budget) == (64, want["R"])
+        elif m.name == "clean_start":
+            assert m.rescale == 0.0  # App. C.3: the state reset, no replay
+        else:
+            assert m.rescale is None  # the main text's unmodified baselines
+    assert grid == want.get("grid", set())
+
+
+def test_a_command_line_value_replaces_the_presets_sweep():
+    points = sweep_jobs(["experiment=paper_routers_ruler", "backbone=gdn,mamba2",
+                         "++method.router=random,embedding,native,bm25", "++method.router=bm25"])
+    assert len(points) == 2  # the router given on the command line replaces the four of the sweep
+
+
+def test_the_r1_rows_of_table_6_are_one_override_away(tmp_path):
+    cfg = load_config(["experiment=paper_memoryagentbench_mamba2_8b", "method=notebank", "method.replay_budget=1",
+                       f"backbone.pretrained={tmp_path}"])  # the converted 8B checkpoint's folder
+    assert (cfg.method.replay_budget, cfg.method.chunk_size, cfg.method.rescale) == (1, 256, 0.0)
+
+
+def paper_files() -> list[Path]:
+    return sorted(EXPERIMENTS.glob("*.paper.yaml"))
+
+
+def test_every_paper_preset_has_the_papers_numbers_beside_it():
+    named = {p.name.split(".")[0] for p in paper_files()}
+    assert named == set(PAPER)
+
+
+@pytest.mark.parametrize("path", paper_files(), ids=lambda p: p.name)
+def test_paper_numbers_file_parses_and_names_its_source(path):
+    data = yaml.safe_load(path.read_text())
+    assert list(data) == ["source", "bench", "backbone", "rows"]  # the order memexp report reads
+    assert re.fullmatch(r"(Table|Fig\.) \d+[a-z]?", data["source"])
+    preset, *middle, _, _ = path.name.split(".")
+    assert data["bench"] in set(BENCHES.names()) | {"latency"}
+    assert data["backbone"] in group_options("backbone")
+    if middle:  # <preset>.<backbone>.paper.yaml for a preset that sweeps backbones
+        assert middle == [data["backbone"]]
+    assert data["source"] in (EXPERIMENTS / f"{preset}.yaml").read_text()  # the preset's header names it
+    assert data["rows"]
+    for label, scores in data["rows"].items():
+        method, *overrides = label.split(" ")
+        assert method in METHODS or method == "notebank_lora", label  # NB-LoRA: the paper's, not memexp's
+        assert all(re.fullmatch(r"method\.\w+=\S+", o) for o in overrides), label
+        assert scores and all(isinstance(v, (int, float)) and 0 <= v for v in scores.values()), label
+        assert all(isinstance(k, (str, int)) for k in scores), label
