@@ -7,6 +7,7 @@
   latency  measured Plain vs NoteBank latency and peak memory (App. C.5)
   data     download and cache a benchmark's data for offline runs
   report   compare finished run folders: a table by length, optionally a plot
+  lm-eval  lm-evaluation-harness with --model memexp (lm-eval's run arguments; pip install -e ".[lmeval]")
 """
 
 from __future__ import annotations
@@ -98,6 +99,15 @@ def _report(argv: list[str]) -> int:
 
 
 COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report}
+
+
+def _lm_eval(argv: list[str]) -> int:
+    from memexp.lmeval.cli import main as lm_eval_main
+
+    return lm_eval_main(argv)
+
+
+COMMANDS["lm-eval"] = _lm_eval
 
 
 def main(argv: list[str] | None = None) -> int:
