@@ -31,6 +31,9 @@ from memexp.lmeval.records import ANSWERS, append_answer
 from memexp.lmeval.split import split_prompt
 
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HF model's default when a task names none
+# what greedy decoding reads (until, max_gen_toks, do_sample=false) and what it may ignore
+# (sampling parameters, which have no effect with do_sample=false); anything else changes decoding
+GEN_KWARGS = ("until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k")
 UNSUPPORTED = ("loglikelihood and loglikelihood_rolling (multiple-choice and perplexity tasks) are not supported: "
                "memexp's methods read a context once and generate; choose generate_until tasks")
 
@@ -110,6 +113,10 @@ class MemexpLM(LM):
         if kwargs.get("do_sample"):
             raise ConfigError(f"task {task}: do_sample=true: memexp decodes greedily "
                               f"(--gen_kwargs do_sample=false,temperature=0)")
+        other = sorted(set(kwargs) - set(GEN_KWARGS))
+        if other:
+            raise ConfigError(f"task {task}: generation_kwargs {', '.join(other)}: memexp's greedy decoding "
+                              f"takes {', '.join(GEN_KWARGS)}")
         context, question = split_prompt(prompt, request.doc or {}, self.args.split, task)
         doc = request.doc or {}
         length = doc["max_length"] if isinstance(doc.get("max_length"), int) else "all"  # RULER's length bucket

@@ -122,6 +122,10 @@ def test_sampling_and_loglikelihood_are_clear_errors(lm, ruler_examples):
     sample = request("sampled", 0, e0.context + e0.questions[0].prompt, docs_of(e0), {**GREEDY, "do_sample": True})
     with pytest.raises(ConfigError, match="task sampled: do_sample=true: memexp decodes greedily"):
         lm.generate_until([sample])
+    penalty = request("penalised", 0, e0.context + e0.questions[0].prompt, docs_of(e0),
+                      {**GREEDY, "repetition_penalty": 1.2})
+    with pytest.raises(ConfigError, match="task penalised: generation_kwargs repetition_penalty: memexp's greedy"):
+        lm.generate_until([penalty])
     ll = Instance(request_type="loglikelihood", doc={}, arguments=("ctx", " cont"), idx=0, metadata=("mc_task", 0, 1))
     with pytest.raises(ConfigError, match=r"loglikelihood and loglikelihood_rolling .* not supported.*\(task mc_task\)"):
         lm.loglikelihood([ll])
