@@ -36,6 +36,10 @@ def _data_tokenizer(cfg) -> str | None:
 
 
 def main(argv: list[str]) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("lm_eval") is None:
+        raise ConfigError('python -m memexp lm-eval needs lm-evaluation-harness: pip install -e ".[lmeval]"')
     from memexp.lmeval import NAME, register
     from memexp.lmeval.config import config_dict, load, run_dir
     from memexp.lmeval.records import finish, read_results, read_samples
