@@ -8,6 +8,7 @@
   data     download and cache a benchmark's data for offline runs
   report   the papers' tables (Markdown, CSV, LaTeX) and figures from run and sweep folders
   dashboard  create or update a W&B workspace with memexp's panels (offline: print and save the spec)
+  lm-eval  lm-evaluation-harness with --model memexp (lm-eval's run arguments; pip install -e ".[lmeval]")
 """
 
 from __future__ import annotations
@@ -104,8 +105,14 @@ def _dashboard(argv: list[str]) -> int:
     return dashboard_main(argv)
 
 
+def _lm_eval(argv: list[str]) -> int:
+    from memexp.lmeval.cli import main as lm_eval_main
+
+    return lm_eval_main(argv)
+
+
 COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report,
-            "dashboard": _dashboard}
+            "dashboard": _dashboard, "lm-eval": _lm_eval}
 
 
 def main(argv: list[str] | None = None) -> int:

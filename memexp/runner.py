@@ -54,7 +54,7 @@ def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None
     available = total
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
-    costs = _record_costs_fn(cfg, backbone)
+    costs = record_costs_fn(cfg, backbone)
 
     sink = make_sink(cfg.logger, folder.path, cfg_dict, group=sweep_group, run_id=folder.read_text("wandb_id.txt"),
                      labels=labels, expected_examples=available)
@@ -159,7 +159,7 @@ def _summary(records: list[Record], bench: Benchmark, seen: dict) -> dict:
     return summary
 
 
-def _record_costs_fn(cfg: RunConfig, backbone):
+def record_costs_fn(cfg: RunConfig, backbone):
     """Per-record analytical costs (memexp.costs) from the loaded backbone's own shapes; each
     record stores {"error": ...} instead when they cannot be computed."""
     from memexp.checkpoint_shapes import loaded_shapes

@@ -210,7 +210,7 @@ def test_kv_bytes_per_token_are_what_the_cache_holds(tiny_backbones, name):
 def test_an_architecture_without_a_cost_model_is_named(monkeypatch):
     """An architecture registered without `costs` (as an outside package may) gets a one-line
     error naming it from `memexp cost`, and every record of a run stores that error."""
-    from memexp.runner import _record_costs_fn
+    from memexp.runner import record_costs_fn
 
     monkeypatch.delitem(ARCHS.get("gdn").meta, "costs")
     message = "backbone.arch='gdn': no cost model registered (ARCHS.register(..., costs='package.module:function'))"
@@ -219,5 +219,5 @@ def test_an_architecture_without_a_cost_model_is_named(monkeypatch):
         shapes_for(cfg)
     assert str(e.value) == message
     run_cfg = RunConfig(backbone=cfg, method=PlainConfig(), bench=RulerConfig(), logger=LoggerConfig())
-    record_costs = _record_costs_fn(run_cfg, load_backbone(cfg))
+    record_costs = record_costs_fn(run_cfg, load_backbone(cfg))
     assert record_costs({"context": 10}, {}) == {"error": f"ConfigError: {message}"}
