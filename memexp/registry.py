@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -42,6 +43,7 @@ class Entry:
     target: Any  # "module:attr" or the object (a class or a builder function)
     schema: Any = None  # "module:Class" or the dataclass that configures it
     meta: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""  # the module that registered it
 
     def load(self) -> Any:
         return load_object(self.target)
@@ -59,6 +61,7 @@ class Registry:
         # modules that register memexp's own entries when imported; imported on first look-up,
         # so that naming a registry costs nothing and each entry is registered beside its code
         self._builtins = list(builtins)
+        self._rank = {module: i for i, module in enumerate(builtins)}
         self._loading = False
 
     def _load_builtins(self) -> None:
@@ -78,8 +81,14 @@ class Registry:
         """Add or replace `name`. Outside packages call this once to make a name runnable."""
         if not isinstance(name, str) or not name:
             raise RegistryError(f"{self.field}: a registered name must be a non-empty string, got {name!r}")
-        entry = Entry(name, target, schema, dict(meta))
+        entry = Entry(name, target, schema, dict(meta), origin=sys._getframe(1).f_globals.get("__name__", ""))
+        self._entries.pop(name, None)
         self._entries[name] = entry
+        # memexp's own entries keep the order of `builtins` however their modules were first
+        # imported (a direct import of one registers it early); outside entries follow, in order
+        outside = len(self._rank)
+        order = sorted(enumerate(self._entries.values()), key=lambda ie: (self._rank.get(ie[1].origin, outside), ie[0]))
+        self._entries = {e.name: e for _, e in order}
         return entry
 
     def unregister(self, name: str) -> Entry:
