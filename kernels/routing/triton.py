@@ -90,10 +90,7 @@ def route_votes_triton(addresses: torch.Tensor, queries: torch.Tensor) -> tuple[
         raise ValueError(f"addresses {tuple(addresses.shape)} and queries {tuple(queries.shape)} disagree on (Ch, d)")
     if n == 0 or t == 0:
         raise ValueError("routing needs at least one note and one question position")
-    dev = addresses.device
-    scores = torch.empty(ch, n, device=dev, dtype=torch.float32)
-    best = torch.empty(ch, device=dev, dtype=torch.int32)
-    votes = torch.zeros(n, device=dev, dtype=torch.int32)
+    scores = torch.empty(ch, n, device=addresses.device, dtype=torch.float32)
 
     block_d = max(16, triton.next_power_of_2(d))
     block_n = 64 if block_d <= 64 else 32
@@ -104,8 +101,18 @@ def route_votes_triton(addresses: torch.Tensor, queries: torch.Tensor) -> tuple[
         *addresses.stride(), *queries.stride(), *scores.stride(),
         EPS=_EPS, BLOCK_N=block_n, BLOCK_T=block_t, BLOCK_D=block_d,
     )
+    votes, best = channel_votes_triton(scores)
+    return votes, best, scores
+
+
+def channel_votes_triton(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One vote per channel for its first maximum: scores [Ch, N] fp32 -> votes [N] int64, best
+    [Ch] int64 (exact ties go to the lowest note index)."""
+    ch, n = scores.shape
+    best = torch.empty(ch, device=scores.device, dtype=torch.int32)
+    votes = torch.zeros(n, device=scores.device, dtype=torch.int32)
     _channel_vote_kernel[(ch,)](
         scores, best, votes, n, *scores.stride(),
         BLOCK_N=min(256, triton.next_power_of_2(n)),
     )
-    return votes.long(), best.long(), scores
+    return votes.long(), best.long()
