@@ -17,7 +17,7 @@ from omegaconf.errors import OmegaConfBaseException
 from memexp.config import ConfigError, RunConfig, schema_node, store_schemas, validate
 from memexp.registry import BENCHES, METHODS
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+CONF_DIR = Path(__file__).resolve().parent / "conf"
 # Errors that describe what the user must fix (a bad value, a missing checkpoint or dataset):
 # one message, no traceback. Everything else is a bug and keeps its traceback.
 USER_ERRORS = ("ConfigError", "BackboneLoadError", "BenchmarkDataError", "MissingData")
