@@ -135,13 +135,13 @@ def _parse(overrides: list[str]) -> list:
 
 def _first_value(o) -> str:
     """One value of a sweep override, for checking its key and type before the sweeper runs:
-    the first of a choice()/range()/glob, the start of an interval() (an int when tagged int)."""
+    the first of a choice()/range()/glob, the start of an interval() (a float, as Optuna would
+    suggest, unless cast: int(interval(1, 4)))."""
     from hydra.core.override_parser.types import IntervalSweep
 
     sweep = o.value()
     if isinstance(sweep, IntervalSweep):
-        start = sweep.start
-        return str(int(start) if "int" in sweep.tags else float(start))
+        return str(sweep.start)
     return next(iter(o.sweep_string_iterator()))
 
 
@@ -214,8 +214,15 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
     m = re.search(r"Could not (?:append|delete) to config\. An item is already at '([^']+)'", text)
     if m:
         return f"{m.group(1)}: already set; override it with {m.group(1)}=... (no +)"
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
-    return first
+    m = re.search(r"Key '[^']+' not in '(\w+)'\s+full_key: (\S+)", text)
+    if m:  # a field a YAML file sets that its schema lacks (a user's file in --config-dir)
+        where = re.match(r"In '([^']+)'", text)
+        return f"{m.group(2)}: unknown field of {m.group(1)}" + (f" (set in {where.group(1)}.yaml)" if where else "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(e).__name__
+    # Hydra's "In 'x': SomeError raised while composing config:" says what only its next line
+    return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
 def run_job(cfg: DictConfig) -> float:
