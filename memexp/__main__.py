@@ -9,6 +9,8 @@
   report   the papers' tables (Markdown, CSV, LaTeX) and figures from run and sweep folders
   dashboard  create or update a W&B workspace with memexp's panels (offline: print and save the spec)
   lm-eval  lm-evaluation-harness with --model memexp (lm-eval's run arguments; pip install -e ".[lmeval]")
+
+`python -m memexp <command> --help` describes a command's fields, with an example.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import sys
 from memexp.config import ConfigError
 
 USAGE = __doc__
+# Hydra's shell-completion script calls the app with `-sc query=bash` and no command: it is `run`'s.
+COMPLETION_FLAGS = ("-sc", "--shell-completion")
 
 
 def _ls(argv: list[str]) -> int:
@@ -74,9 +78,11 @@ def _latency(argv: list[str]) -> int:
 def _data(argv: list[str]) -> int:
     from memexp.app import load_config
     from memexp.data import download
+    from memexp.paths import rebase_cache, use_root
 
     cfg = load_config(argv)
-    path = download(cfg.bench)
+    use_root(cfg.paths.root)
+    path = download(rebase_cache(cfg.bench))
     print(f"[memexp] {cfg.bench.name} cached at {path}")
     return 0
 
@@ -111,6 +117,12 @@ def _lm_eval(argv: list[str]) -> int:
     return lm_eval_main(argv)
 
 
+def _help(command: str) -> str:
+    from memexp.cli_help import command_help
+
+    return command_help(command)
+
+
 COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report,
             "dashboard": _dashboard, "lm-eval": _lm_eval}
 
@@ -120,7 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0
+    if argv[0] in COMPLETION_FLAGS:
+        argv = ["run", *argv]
     command, rest = argv[0], argv[1:]
+    # run's help is Hydra's (its template in conf/config.yaml); report's is its argparse's
+    if command not in ("run", "report") and any(a in ("-h", "--help") for a in rest):
+        if command in COMMANDS:
+            print(_help(command))
+            return 0
     if command not in COMMANDS:
         print(f"memexp: unknown command {command!r}; allowed commands are {', '.join(COMMANDS)}", file=sys.stderr)
         return 2

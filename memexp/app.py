@@ -11,17 +11,24 @@ import re
 import sys
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from memexp.config import ConfigError, RunConfig, schema_node, store_schemas, validate
 from memexp.registry import BENCHES, METHODS
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+CONF_DIR = Path(__file__).resolve().parent / "conf"
+# The configs ship inside the package: Hydra finds them by module, from any folder, in a checkout
+# and in an installed wheel alike.
+PRIMARY = "pkg://memexp.conf"
 # Errors that describe what the user must fix (a bad value, a missing checkpoint or dataset):
 # one message, no traceback. Everything else is a bug and keeps its traceback.
 USER_ERRORS = ("ConfigError", "BackboneLoadError", "BenchmarkDataError", "MissingData")
-GROUPS = ("backbone", "method", "bench", "logger", "experiment", "hydra/launcher")
+GROUPS = ("backbone", "method", "bench", "logger", "experiment", "hparams_search", "paths", "hydra/launcher")
+# Launchers that come from a Hydra plugin rather than a YAML here: option -> (plugin module, extra)
+PLUGIN_LAUNCHERS = {"joblib": ("joblib", "hydra-joblib-launcher", "sweep"),
+                    "processes": ("submitit", "hydra-submitit-launcher", "cluster"),
+                    "slurm": ("submitit", "hydra-submitit-launcher", "cluster")}
 
 
 def group_options(group: str) -> list[str]:
@@ -31,7 +38,8 @@ def group_options(group: str) -> list[str]:
     # a preset's sibling <name>.paper.yaml holds the paper's numbers, not an option
     files = {p.stem for p in d.glob("*.yaml") if not p.name.endswith(".paper.yaml")} if d.is_dir() else set()
     registry = {"method": METHODS, "bench": BENCHES}.get(group)
-    return sorted(files | set(registry.names() if registry is not None else ()))
+    plugins = set(PLUGIN_LAUNCHERS) if group == "hydra/launcher" else set()
+    return sorted(files | plugins | set(registry.names() if registry is not None else ()))
 
 
 _FIELD_OVERRIDE = re.compile(r"^(backbone|method|bench|logger)\.[A-Za-z_][\w.]*=")
@@ -56,43 +64,47 @@ def store_options() -> None:
                 ConfigStore.instance().store(group=group, name=entry.name, node=schema_node(entry))
 
 
-def compose(overrides: list[str]) -> DictConfig:
-    """Compose conf/config.yaml with `overrides` (no sweeps), raising ConfigError."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+def search_path(config_dir: str | None = None, config_path: str | None = None):
+    """The search path `memexp run` composes from, built as Hydra's own command line builds it:
+    memexp's configs (or -cp), then --config-dir's folder ahead of the plugins' configs; a
+    hydra.searchpath override or `hydra: searchpath:` in a primary config add more."""
+    import os
+
+    from hydra._internal.utils import create_automatic_config_search_path
+    from hydra.core.config_search_path import SearchPathQuery
+
+    path = create_automatic_config_search_path(__file__, None, config_path or PRIMARY)
+    if config_dir is not None:
+        folder = os.path.abspath(os.path.expanduser(config_dir))
+        if not os.path.isdir(folder):
+            raise ConfigError(f"--config-dir {config_dir}: no such folder")
+        path.prepend(provider="command-line", path=f"file://{folder}", anchor=SearchPathQuery(provider="schema"))
+    return path
+
+
+def compose(overrides: list[str], config_name: str = "config", config_dir: str | None = None,
+            config_path: str | None = None, with_hydra: bool = False) -> DictConfig:
+    """Compose memexp's config for one job (no sweeps), as `memexp run` would; ConfigError on failure."""
+    from hydra._internal.hydra import Hydra
     from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
 
     store_options()
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return hydra_compose(config_name="config", overrides=schema_overrides(overrides))
+        hydra = Hydra.create_main_hydra2(task_name="memexp", config_search_path=search_path(config_dir, config_path))
+        cfg = hydra.compose_config(config_name, schema_overrides(overrides), run_mode=RunMode.RUN)
     except ConfigError:
         raise
     except Exception as e:
         raise ConfigError(_hydra_message(e, overrides)) from None
     finally:
         GlobalHydra.instance().clear()
+    return cfg if with_hydra else _without_hydra(cfg)
 
 
-def load_config(overrides: list[str]) -> RunConfig:
-    return validate(compose(overrides))
-
-
-def sweep_jobs(overrides: list[str]) -> list[list[str]]:
-    """The override list of every job a multirun command line expands to."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
-    except Exception as e:
-        raise ConfigError(_hydra_message(e, overrides)) from None
-    batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)
-    return [job for batch in batches for job in batch]
-
-
-SUBMITIT_LAUNCHERS = ("processes", "slurm")  # conf/hydra/launcher options built on hydra-submitit-launcher
+def load_config(overrides: list[str], **where: str | None) -> RunConfig:
+    return validate(compose(overrides, **where))
 
 
 def check_launcher(overrides: list[str]) -> None:
@@ -101,22 +113,85 @@ def check_launcher(overrides: list[str]) -> None:
 
     for o in overrides:
         key, _, option = o.partition("=")
-        if key.lstrip("+~") == "hydra/launcher" and option in SUBMITIT_LAUNCHERS:
+        if key.lstrip("+~") == "hydra/launcher" and option in PLUGIN_LAUNCHERS:
+            plugin, package, extra = PLUGIN_LAUNCHERS[option]
+            module = "hydra_plugins." + package.replace("-", "_")
             try:
-                found = importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is not None
+                found = importlib.util.find_spec(module) is not None
             except ModuleNotFoundError:
                 found = False
             if not found:
-                raise ConfigError(f'hydra/launcher={option}: needs the submitit launcher, '
-                                  f'pip install -e ".[cluster]" (hydra-submitit-launcher)')
+                raise ConfigError(f'hydra/launcher={option}: needs the {plugin} launcher, '
+                                  f'pip install -e ".[{extra}]" ({package})')
 
 
-def preflight(overrides: list[str], multirun: bool) -> list[RunConfig]:
-    """Validate every job; ConfigError names the first bad field."""
+def _parse(overrides: list[str]) -> list:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        return OverridesParser.create().parse_overrides(overrides)
+    except Exception as e:
+        raise ConfigError(_hydra_message(e, overrides)) from None
+
+
+def _first_value(o) -> str:
+    """One value of a sweep override, for checking its key and type before the sweeper runs:
+    the first of a choice()/range()/glob, the start of an interval() (a float, as Optuna would
+    suggest, unless cast: int(interval(1, 4)))."""
+    from hydra.core.override_parser.types import IntervalSweep
+
+    sweep = o.value()
+    if isinstance(sweep, IntervalSweep):
+        return str(sweep.start)
+    return next(iter(o.sweep_string_iterator()))
+
+
+def sweep_jobs(overrides: list[str], params: dict | None = None) -> list[list[str]]:
+    """The override list of every job Hydra's basic sweeper expands a multirun to (`params`:
+    hydra.sweeper.params, which the command line's own overrides take precedence over)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    given = _parse(overrides)
+    keys = {o.get_key_element() for o in given}
+    extra = [f"{k}={v}" for k, v in (params or {}).items() if k not in keys]
+    batches = BasicSweeper.split_arguments(_parse(extra) + given, max_batch_size=None)
+    return [job for batch in batches for job in batch]
+
+
+def preflight(overrides: list[str], multirun: bool, **where: str | None) -> list[RunConfig]:
+    """Compose and validate every job of the command line before anything loads; ConfigError names
+    the first bad field. Jobs of a sweeper that picks values as it goes (Optuna) are checked with
+    one value of each swept field here, and each trial again in the task function."""
+    import os
+
+    from memexp.jobs import SWEEP_JOBS_ENV
+
     check_launcher(overrides)
-    user = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("hydra/")]
-    jobs = sweep_jobs(user) if multirun else [user]
-    return [load_config(job) for job in jobs]
+    parsed = _parse(overrides)
+    fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+    base = compose(fixed, with_hydra=True, **where)
+    multirun = multirun or getattr(base.hydra.mode, "name", None) == "MULTIRUN"  # e.g. set by hparams_search
+    swept = [o for o in parsed if o.is_sweep_override()]
+    if swept and not multirun:
+        raise ConfigError(f"{swept[0].input_line}: a sweep; add -m (--multirun) to run each value")
+    if not multirun:
+        return [validate(_without_hydra(base))]
+    sweeper = base.hydra.sweeper
+    params = OmegaConf.to_container(sweeper.params) if sweeper.get("params") else {}
+    if str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        jobs = sweep_jobs(overrides, params)
+    else:
+        given = {o.get_key_element() for o in parsed}
+        samples = swept + _parse([f"{k}={v}" for k, v in params.items() if k not in given])
+        jobs = [fixed + [f"{o.get_key_element()}={_first_value(o)}" for o in samples]]
+    os.environ[SWEEP_JOBS_ENV] = str(len(jobs) if len(jobs) > 1 else sweeper.get("n_jobs") or 1)
+    return [load_config(job, **where) for job in jobs]
+
+
+def _without_hydra(cfg: DictConfig) -> DictConfig:
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
 
 
 def _hydra_message(e: Exception, overrides: list[str]) -> str:
@@ -140,50 +215,110 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
     m = re.search(r"Could not (?:append|delete) to config\. An item is already at '([^']+)'", text)
     if m:
         return f"{m.group(1)}: already set; override it with {m.group(1)}=... (no +)"
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
-    return first
+    m = re.search(r"Key '[^']+' not in '(\w+)'\s+full_key: (\S+)", text)
+    if m:  # a field a YAML file sets that its schema lacks (a user's file in --config-dir)
+        where = re.match(r"In '([^']+)'", text)
+        return f"{m.group(2)}: unknown field of {m.group(1)}" + (f" (set in {where.group(1)}.yaml)" if where else "")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(e).__name__
+    # Hydra's "In 'x': SomeError raised while composing config:" says what only its next line
+    return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+
+
+def run_job(cfg: DictConfig) -> float:
+    """Hydra's task function: one run, validated before anything loads; returns its metric (the
+    overall score by default) for sweepers such as Optuna. A sweep's job folder points at the
+    run folder (memexp.jobs)."""
+    from dataclasses import replace
+
+    from hydra.core.hydra_config import HydraConfig
+
+    from memexp.jobs import job_threads, link_run_folder, metric_value
+    from memexp.paths import use_root
+    from memexp.records import run_folder
+    from memexp.runner import run
+    from memexp.tracking import label_overrides
+
+    hc = HydraConfig.get()
+    multirun = hc.mode.name == "MULTIRUN"
+    try:
+        rc = validate(cfg)
+        use_root(rc.paths.root)
+        rc = replace(rc, threads=job_threads(rc.threads, hc.launcher))
+        if multirun:
+            link_run_folder(Path(hc.runtime.output_dir), run_folder(rc))
+        summary = run(rc, sweep_group=Path(hc.sweep.dir).name if multirun else None,
+                      labels=label_overrides(hc.overrides.task, _swept() if multirun else None))
+        return metric_value(summary, rc.metric)
+    except Exception as e:
+        if type(e).__name__ not in USER_ERRORS:
+            raise
+        print(f"memexp: {str(e).strip()}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+SWEPT_ENV = "MEMEXP_SWEPT_KEYS"  # the fields a sweep varies, handed to its jobs (W&B run names)
+
+
+def _remember_swept(overrides: list[str]) -> None:
+    """The keys whose values differ between the jobs of this command line's sweep, for the jobs'
+    W&B names; a sweeper that picks values as it goes (Optuna) names every field instead."""
+    import json
+    import os
+
+    from memexp.tracking import swept_keys
+
+    user = [o for o in overrides if not o.startswith(("hydra.", "hydra/"))]
+    try:
+        os.environ[SWEPT_ENV] = json.dumps(sorted(swept_keys(sweep_jobs(user))))
+    except Exception:  # a syntax only the sweeper itself expands (interval()): no shortlist, every field
+        os.environ.pop(SWEPT_ENV, None)
+
+
+def _swept() -> set[str] | None:
+    import json
+    import os
+
+    return set(json.loads(os.environ[SWEPT_ENV])) if SWEPT_ENV in os.environ else None
+
+
+def _hydra_args(argv: list[str]):
+    from hydra._internal.utils import get_args_parser
+
+    return get_args_parser().parse_args(argv)
 
 
 def hydra_run(argv: list[str]) -> int:
-    """`python -m memexp run [-m] overrides...` through Hydra (launchers, sweeps)."""
+    """`python -m memexp run [hydra flags] overrides...` through Hydra's own command line (every
+    flag Hydra documents; launchers, sweepers), after memexp's pre-check of every job."""
+    import os
+
     import hydra
 
-    multirun = any(a in ("-m", "--multirun") for a in argv)
-    overrides = [a for a in argv if not a.startswith("-")]
-    try:
-        preflight(overrides, multirun)
-    except ConfigError as e:
-        print(f"memexp: {e}", file=sys.stderr)
-        return 2
-
-    from memexp.tracking import label_overrides, swept_keys
-
-    user = [o for o in overrides if not o.startswith(("hydra.", "hydra/"))]
-    swept = swept_keys(sweep_jobs(user)) if multirun else None  # a sweep's runs are told apart by these
-
-    @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-    def _main(cfg: DictConfig) -> None:
-        from hydra.core.hydra_config import HydraConfig
-
-        from memexp.runner import run
-
-        hc = HydraConfig.get()
-        group = Path(hc.sweep.dir).name if hc.mode.name == "MULTIRUN" else None
+    args = _hydra_args(argv)
+    where = {"config_dir": args.config_dir, "config_path": args.config_path}
+    if not (args.help or args.hydra_help or args.shell_completion):
         try:
-            run(validate(cfg), sweep_group=group, labels=label_overrides(hc.overrides.task, swept))
-        except Exception as e:
-            if type(e).__name__ not in USER_ERRORS:
-                raise
-            print(f"memexp: {str(e).strip()}", file=sys.stderr)
-            raise SystemExit(1) from None
+            preflight(args.overrides, args.multirun, config_name=args.config_name or "config", **where)
+        except ConfigError as e:
+            print(f"memexp: {e}", file=sys.stderr)
+            return 2
+    if args.multirun:
+        _remember_swept(args.overrides)
+    if args.shell_completion and "COMP_LINE" in os.environ:
+        # the completion script sends the whole line; Hydra completes what follows the app's name
+        os.environ["COMP_LINE"] = re.sub(r"^(\S*memexp)\s+run\b", r"\1", os.environ["COMP_LINE"])
 
     store_options()
     saved = sys.argv
-    sys.argv = [saved[0], *schema_overrides(argv)]
+    # the name shell completion installs for: the `memexp` console script (with `run` added back
+    # by memexp.__main__ when a completion query arrives without it)
+    sys.argv = ["memexp", *schema_overrides(argv)]
     try:
-        _main()
+        hydra.main(version_base="1.3", config_path=PRIMARY, config_name="config")(run_job)()
     except SystemExit as e:
-        return int(e.code or 0)
+        return int(e.code or 0) if not isinstance(e.code, str) else 1
     finally:
         sys.argv = saved
     return 0
@@ -192,6 +327,15 @@ def hydra_run(argv: list[str]) -> int:
 def to_yaml(cfg: DictConfig) -> str:
     return OmegaConf.to_yaml(cfg)
 
+
+def _job_subdir(mode: object) -> str | None:
+    """hydra.output_subdir: Hydra's .hydra/ files in a sweep's job folder; none for a single run,
+    whose Hydra folder is the current one."""
+    return ".hydra" if getattr(mode, "name", str(mode)).endswith("MULTIRUN") else None
+
+
+if not OmegaConf.has_resolver("memexp_job_subdir"):
+    OmegaConf.register_new_resolver("memexp_job_subdir", _job_subdir)
 
 # Composing conf/ through Hydra's own API (initialize_config_dir + compose, a launcher's worker)
 # needs the schemas the YAMLs name: importing memexp.app stores them. `compose` and `hydra_run`

@@ -138,6 +138,16 @@ class LoggerConfig:
 
 
 @dataclass
+class PathsConfig:
+    """Where memexp writes (conf/paths/default.yaml): one root, set by $MEMEXP_ROOT or
+    paths.root=..., under which runs, sweeps and every relative bench.cache_dir live."""
+
+    root: str = "."
+    runs: str = "outputs/runs"  # the default output_dir
+    multirun: str = "outputs/multirun"  # the default hydra.sweep.dir's parent
+
+
+@dataclass
 class RunConfig:
     backbone: BackboneConfig
     method: MethodConfig
@@ -145,9 +155,13 @@ class RunConfig:
     logger: LoggerConfig
     kernels: str = "auto"  # auto | triton | torch
     output_dir: str = "outputs/runs"
-    threads: Optional[int] = None  # torch CPU threads; null = torch's default
+    threads: Optional[int] = None  # torch CPU threads; null = cores / parallel jobs of the launcher
     progress: bool = True
     max_examples: Optional[int] = None  # stop after this many examples (smoke runs)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    # the summary value a run returns to Hydra's sweeper (Optuna maximises it): a summary.json key,
+    # or a path into it such as by_length/4096
+    metric: str = "overall"
 
     def __post_init__(self) -> None:
         _choice("kernels", self.kernels, ("auto", "triton", "torch"))
@@ -219,7 +233,7 @@ def validate(cfg: DictConfig) -> RunConfig:
     for group in ("backbone", "method", "bench", "logger"):
         if group not in cfg or cfg[group] is None:
             raise ConfigError(f"{group} is missing: choose one with {group}=<option> (see `python -m memexp ls`)")
-    top = {k: cfg[k] for k in cfg if k not in ("backbone", "method", "bench", "logger", "hydra")}
+    top = {k: cfg[k] for k in cfg if k not in ("backbone", "method", "bench", "logger", "hydra", "paths")}
     run_fields = {f.name for f in fields(RunConfig)}
     for key in top:
         if key not in run_fields:
@@ -228,18 +242,19 @@ def validate(cfg: DictConfig) -> RunConfig:
     method = _build(_pick(METHODS, cfg.method), cfg.method, "method")
     bench = _build(_pick(BENCHES, cfg.bench), cfg.bench, "bench")
     logger = _build(LoggerConfig, cfg.logger, "logger")
+    paths = _build(PathsConfig, cfg.paths, "paths") if cfg.get("paths") is not None else PathsConfig()
     check_capabilities(backbone, method)
     try:
         rest = OmegaConf.to_object(OmegaConf.merge(OmegaConf.create({k: v for k, v in top.items()})))
     except OmegaConfBaseException as e:
         raise ConfigError(str(e).splitlines()[0]) from None
-    for key, kind in (("kernels", str), ("output_dir", str), ("progress", bool)):
+    for key, kind in (("kernels", str), ("output_dir", str), ("progress", bool), ("metric", str)):
         if key in rest and not isinstance(rest[key], kind):
             raise ConfigError(f"{key}={rest[key]!r}: expected {kind.__name__}")
     for key in ("threads", "max_examples"):
         if key in rest and rest[key] is not None and (not isinstance(rest[key], int) or isinstance(rest[key], bool)):
             raise ConfigError(f"{key}={rest[key]!r}: expected an integer or null")
-    return RunConfig(backbone=backbone, method=method, bench=bench, logger=logger, **rest)
+    return RunConfig(backbone=backbone, method=method, bench=bench, logger=logger, paths=paths, **rest)
 
 
 def store_schemas() -> None:
@@ -251,6 +266,7 @@ def store_schemas() -> None:
     store = ConfigStore.instance()
     store.store(group="schema", name="backbone", node=BackboneConfig)
     store.store(group="schema", name="logger", node=LoggerConfig)
+    store.store(group="schema", name="paths", node=PathsConfig)
     for group, registry in (("method", METHODS), ("bench", BENCHES)):
         for entry in registry:
             if entry.schema is not None:

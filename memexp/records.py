@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 # Fields that change how a run is watched or scheduled, not what it computes.
-_NOT_IN_HASH = ("logger", "progress", "threads", "output_dir", "max_examples", "kernels")
+_NOT_IN_HASH = ("logger", "progress", "threads", "output_dir", "max_examples", "kernels", "paths", "metric")
 
 
 @dataclass(kw_only=True)

@@ -22,7 +22,7 @@ from memexp.registry import ARCHS
 if TYPE_CHECKING:
     from memexp.backbones.base import Backbone
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "backbone"
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "backbone"
 
 
 def register(arch: str, target: Any, schema: Any = None, **meta: Any) -> None:

@@ -16,8 +16,11 @@ if TYPE_CHECKING:
 
 
 def build_benchmark(cfg) -> "Benchmark":
-    """The Benchmark registered as `cfg.name`, built from its validated config."""
-    return BENCHES.get(cfg.name).load()(cfg)
+    """The Benchmark registered as `cfg.name`, built from its validated config (its relative
+    cache_dir placed under memexp's root, memexp.paths)."""
+    from memexp.paths import rebase_cache
+
+    return BENCHES.get(cfg.name).load()(rebase_cache(cfg))
 
 
 def register(name: str, target: Any, schema: Any = None, **meta: Any) -> None:

@@ -15,7 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from memexp.config import ConfigError, _build
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "recipe"
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "recipe"
 
 
 def _recipes() -> dict:

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 from memexp.config import NoteBankConfig, _build
 from memexp.registry import METHODS
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "memexp" / "conf"
 
 
 @pytest.mark.parametrize("name", ["plain", "jrt", "notebank", "clean_start"])

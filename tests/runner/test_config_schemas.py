@@ -82,7 +82,7 @@ FOLDERS = [
 def test_run_folders_are_unchanged(overrides, folder):
     cfg = load_config(overrides)
     if cfg.backbone.name == "tiny_gdn":
-        assert cfg.backbone.pretrained == str(CONF_DIR.parent / "memexp" / "assets" / "tiny_gdn")
+        assert cfg.backbone.pretrained == str(CONF_DIR.parent / "assets" / "tiny_gdn")
         cfg.backbone.pretrained = "ASSET"
     assert run_folder(cfg).as_posix() == f"outputs/runs/{folder}"
 

@@ -2,11 +2,14 @@
 launcher, and a clear message when that optional plugin is missing."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import memexp
 from memexp.app import CONF_DIR, check_launcher
 from memexp.config import ConfigError
 
@@ -40,9 +43,12 @@ def test_missing_plugin_is_one_line(monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.startswith("hydra_plugins.hydra_submitit") else real(name, *a))
+                        lambda name, *a: None if name.startswith(("hydra_plugins.hydra_submitit",
+                                                                  "hydra_plugins.hydra_joblib")) else real(name, *a))
     with pytest.raises(ConfigError, match=r'hydra/launcher=slurm: needs the submitit launcher, pip install -e ".\[cluster\]"'):
         check_launcher(["hydra/launcher=slurm", "method=plain"])
+    with pytest.raises(ConfigError, match=r'hydra/launcher=joblib: needs the joblib launcher, pip install -e ".\[sweep\]"'):
+        check_launcher(["hydra/launcher=joblib"])
     check_launcher(["hydra/launcher=local"])
 
 
@@ -52,7 +58,8 @@ def test_sweep_runs_each_job_in_its_own_process(tmp_path):
         [sys.executable, "-m", "memexp", "run", "-m", "hydra/launcher=processes", "backbone=tiny_gdn_random",
          "method=plain,jrt", "bench.lengths=[1024]", "bench.num_samples=2", f"output_dir={tmp_path / 'runs'}",
          "progress=false", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(memexp.__file__).resolve().parents[1])})  # this memexp
     assert out.returncode == 0, out.stderr[-3000:]
     summaries = sorted(tmp_path.glob("runs/ruler/tiny_gdn_random/*/*/summary.json"))
     assert [p.parts[-3] for p in summaries] == ["jrt", "plain"]

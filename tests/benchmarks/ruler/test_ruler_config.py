@@ -14,7 +14,7 @@ from memexp.benchmarks.ruler.tasks import TASKS
 from memexp.benchmarks.ruler.templates import COMMON_WORDS, FREQ_WORDS, NIAH, QA, VARIABLE_TRACKING
 from memexp.config import ConfigError, RulerConfig
 
-YAML = Path(__file__).resolve().parents[3] / "conf" / "bench" / "ruler.yaml"
+YAML = Path(__file__).resolve().parents[3] / "memexp" / "conf" / "bench" / "ruler.yaml"
 
 
 def test_yaml_names_the_schema_and_composes_to_its_defaults():

@@ -1,0 +1,93 @@
+"""`python -m memexp <command> --help` for the commands that are not Hydra apps: what each takes
+(its own options, then the run overrides it composes), and an example. `run --help` is Hydra's,
+with memexp's template (conf/config.yaml hydra.help)."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields, is_dataclass
+
+RUN_OVERRIDES = ("  Run overrides: every group=option and field=value `python -m memexp run` takes\n"
+                 "  (`python -m memexp run --help` lists them; `python -m memexp ls` lists the options).")
+
+
+def _options(rows: list[tuple[str, str]]) -> str:
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"  {name:<{width}}  {text}" for name, text in rows)
+
+
+def _groups() -> str:
+    from memexp.app import GROUPS, group_options
+
+    return "\n".join(f"  {g}: {', '.join(group_options(g))}" for g in GROUPS if g != "hydra/launcher")
+
+
+def _fields(obj: object, prefix: str = "") -> list[tuple[str, str]]:
+    """(dot path, value) of every field of a recipe, nested dataclasses and list items included."""
+    rows: list[tuple[str, str]] = []
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        path = f"{prefix}{f.name}"
+        if is_dataclass(value):
+            rows += _fields(value, path + ".")
+        elif isinstance(value, list) and value and is_dataclass(value[0]):
+            for i, item in enumerate(value):
+                rows += _fields(item, f"{path}.{i}.")
+        else:
+            rows.append((path, repr(value) if f.default is not MISSING or value is not None else "(required)"))
+    return rows
+
+
+def _train() -> str:
+    from memexp.app import group_options
+    from memexp.training.cli import load_recipe
+
+    recipe, _ = load_recipe([])
+    return ("python -m memexp train [recipe=<name>] [field=value ...]: run a training recipe.\n\n"
+            f"  recipe: {', '.join(group_options('recipe'))} (conf/recipe/<name>.yaml)\n\n"
+            "Fields of recipe=tiny_gdn (dot paths; list items by index):\n" + _options(_fields(recipe)) +
+            "\n\nExample:\n  python -m memexp train recipe=tiny_gdn seed=1 stages.0.steps=2 output=/tmp/ckpt")
+
+
+def _cost() -> str:
+    from memexp.costs import PAPER_OUTPUT_TOKENS, PAPER_QUESTION_TOKENS
+
+    return ("python -m memexp cost [options] [run overrides]: analytical FLOPs and persistent storage of a\n"
+            "configuration (NoteBank App. C.6/C.7); no model runs.\n\n" + _options([
+                ("length=N", "context tokens (default 1048576)"),
+                ("question_tokens=N", f"question tokens (default {PAPER_QUESTION_TOKENS})"),
+                ("output_tokens=N", f"generated tokens (default {PAPER_OUTPUT_TOKENS})"),
+                ("replay_tokens=N", "measured replayed tokens |R| (default the bound R * B)"),
+                ("--json", "print the report as JSON"),
+            ]) + "\n" + RUN_OVERRIDES + "\n\nExample:\n"
+            "  python -m memexp cost backbone=gdn method=notebank length=131072 --json")
+
+
+def _latency() -> str:
+    return ("python -m memexp latency [options] [run overrides]: measured Plain vs NoteBank latency and peak\n"
+            "memory (NoteBank App. C.5); method.* overrides configure NoteBank.\n\n" + _options([
+                ("lengths=A,B,...", "context lengths (default 4096,16384,65536)"),
+                ("repeats=N", "timed repeats per length (default 3)"),
+                ("new_tokens=N", "generated tokens per question (default 32)"),
+                ("inputs=ruler|synthetic", "RULER examples or synthetic tokens (default ruler)"),
+                ("--json", "print the measurements as JSON"),
+            ]) + "\n" + RUN_OVERRIDES + "\n\nExample:\n"
+            "  python -m memexp latency backbone=tiny_gdn lengths=1024,4096 repeats=1")
+
+
+def _data() -> str:
+    return ("python -m memexp data bench=<name> [run overrides]: download and cache a benchmark's data\n"
+            "(into its bench.cache_dir, under the paths root) for offline runs.\n\n"
+            "Config groups:\n" + _groups() + "\n" + RUN_OVERRIDES + "\n\nExample:\n"
+            "  python -m memexp data bench=longbench")
+
+
+def _ls() -> str:
+    return ("python -m memexp ls: list the options of every config group (the YAML files under\n"
+            "memexp/conf, registered methods and benchmarks, the launchers).\n\nExample:\n  python -m memexp ls")
+
+
+HELP = {"train": _train, "cost": _cost, "latency": _latency, "data": _data, "ls": _ls}
+
+
+def command_help(command: str) -> str:
+    return HELP[command]()

@@ -1,0 +1,61 @@
+"""Every command answers --help with its fields and an example; `ls` offers the launchers; one
+root (paths.root, $MEMEXP_ROOT) holds runs, sweeps and caches without changing run-folder names."""
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from memexp.__main__ import COMMANDS, main
+from memexp.app import load_config
+from memexp.paths import rebase_cache
+from memexp.records import run_folder
+
+FIELDS = {"run": "max_examples", "train": "stages.0.steps", "cost": "question_tokens=N", "latency": "repeats=N",
+          "data": "bench:", "ls": "memexp ls", "report": "--markdown"}
+
+
+def cli(argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            rc = main(argv)
+        except SystemExit as e:  # argparse's --help (report)
+            rc = e.code
+    return rc, out.getvalue()
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_lists_fields_and_an_example(command):
+    rc, out = cli([command, "--help"])
+    assert rc == 0
+    assert FIELDS[command] in out
+    assert command == "report" or "Example" in out
+
+
+def test_ls_offers_every_launcher():
+    rc, out = cli(["ls"])
+    assert rc == 0
+    line = next(line for line in out.splitlines() if line.startswith("hydra/launcher:"))
+    assert line == "hydra/launcher: joblib, local, processes, slurm"
+    assert "hparams_search: notebank_optuna" in out
+
+
+def test_root_moves_runs_and_sweeps_but_not_run_folder_names(monkeypatch, tmp_path):
+    default = load_config([])
+    assert default.output_dir == "./outputs/runs"
+    monkeypatch.setenv("MEMEXP_ROOT", str(tmp_path))
+    moved = load_config([])
+    assert moved.output_dir == f"{tmp_path}/outputs/runs"
+    assert run_folder(moved) == tmp_path / run_folder(default)  # same name, under the root
+    assert load_config([f"paths.root={tmp_path / 'x'}"]).output_dir == f"{tmp_path / 'x'}/outputs/runs"
+
+
+def test_relative_caches_live_under_the_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("MEMEXP_ROOT", str(tmp_path))
+    bench = load_config([]).bench
+    assert bench.cache_dir == "outputs/cache/ruler"  # as hashed: the same on every machine
+    assert Path(rebase_cache(bench).cache_dir) == tmp_path / "outputs" / "cache" / "ruler"
+    absolute = load_config([f"bench.cache_dir={tmp_path / 'c'}"]).bench
+    assert rebase_cache(absolute).cache_dir == str(tmp_path / "c")

@@ -1,0 +1,39 @@
+"""The wheel carries memexp's configs: installed (not editable) into a fresh environment, `memexp ls`
+and the quick start work from any folder."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import memexp
+
+SOURCE = Path(memexp.__file__).resolve().parents[1]
+
+
+def sh(args, cwd, env=None, timeout=300):
+    out = subprocess.run([str(a) for a in args], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+    assert out.returncode == 0, f"{' '.join(map(str, args))}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+    return out.stdout
+
+
+def test_wheel_runs_the_quick_start_from_any_folder(tmp_path):
+    wheels = tmp_path / "wheels"
+    sh([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", SOURCE, "-w", wheels], SOURCE)
+    (wheel,) = wheels.glob("memexp-*.whl")
+    venv = tmp_path / "venv"
+    # the system's packages (torch, hydra, ...) without downloading them again; the wheel's memexp
+    # is the one imported (checked below), not an editable install the system may have
+    sh([sys.executable, "-m", "venv", "--system-site-packages", venv], tmp_path)
+    python, bin_memexp = venv / "bin" / "python", venv / "bin" / "memexp"
+    sh([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel], tmp_path)
+    work = tmp_path / "somewhere"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MEMEXP_ROOT")}
+    where = sh([python, "-c", "import memexp; print(memexp.__file__)"], work, env)
+    assert Path(where.strip()).is_relative_to(venv), where
+    listing = sh([bin_memexp, "ls"], work, env)
+    assert "backbone: " in listing and "tiny_gdn" in listing and "hydra/launcher: joblib, local, processes, slurm" in listing
+    sh([bin_memexp, "run", "max_examples=1", "progress=false"], work, env)
+    (summary,) = work.glob("outputs/runs/ruler/tiny_gdn/notebank/*/summary.json")
+    assert '"num_examples": 1' in summary.read_text()
