@@ -49,9 +49,10 @@ def write_report(runs: list[Run], tables_dir: Path | None, figures_dir: Path | N
 
     written: list[Path] = []
     for bench, group in by_bench(runs).items():
+        tables = bench_tables(bench, group, paper)
         if tables_dir is not None:
             tables_dir.mkdir(parents=True, exist_ok=True)
-            for t in bench_tables(bench, group, paper):
+            for t in tables:
                 for ext, text in (("md", t.to_markdown()), ("csv", t.to_csv()), ("tex", t.to_latex())):
                     (tables_dir / f"{t.name}.{ext}").write_text(text + ("" if text.endswith("\n") else "\n"))
                     written.append(tables_dir / f"{t.name}.{ext}")
@@ -63,7 +64,7 @@ def write_report(runs: list[Run], tables_dir: Path | None, figures_dir: Path | N
                fg.flops_figure(figures_dir / f"{bench}_flops.png", bench, group),
                fg.breakdown_figure(figures_dir / f"{bench}_flops_breakdown.png", bench, group)]
         out += [fg.heatmap_figure(figures_dir / f"{s.name}.png", s) for s in sweeps(bench, group)]
-        routers = next((t for t in bench_tables(bench, group) if t.name == f"{bench}_routers"), None)
+        routers = next((t for t in tables if t.name == f"{bench}_routers"), None)
         if routers is not None:
             out.append(fg.bars_figure(figures_dir / f"{bench}_routers.png", routers))
         written += [p for p in out if p is not None]
