@@ -16,6 +16,7 @@ All keep the archive and the budget; the chosen notes are replayed in document o
 
 from __future__ import annotations
 
+import logging
 import zlib
 from dataclasses import dataclass
 from typing import Callable
@@ -29,6 +30,11 @@ from memexp.benchmarks.base import Question
 from memexp.kernels import routing
 from memexp.methods.notebank.archive import Archive
 from memexp.registry import ROUTERS
+
+# bm25s sets its own logger to DEBUG on import, so any handler on the root logger (Hydra's
+# job logging, a launcher's) prints "Building index ..." for every question's archive, into
+# the progress bar; its warnings still come through.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
 @dataclass
