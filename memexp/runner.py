@@ -16,6 +16,7 @@ from typing import Iterator
 import torch
 from tqdm import tqdm
 
+from memexp import shards
 from memexp.backbones.base import chat_split
 from memexp.benchmarks import build_benchmark
 from memexp.benchmarks.base import Benchmark, Example, Question
@@ -50,6 +51,8 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
     if total is None:
         examples = list(examples)
         total = len(examples)
+    shard = getattr(cfg.bench, "shard", None)
+    examples, total = shards.select(examples, total, shard)
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
     costs = _record_costs_fn(cfg, backbone)
@@ -77,12 +80,12 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
             if records:
                 bar.set_postfix(score=f"{sum(r.score for r in records) / len(records):.1f}")
         bar.close()
-        summary = _summary(records, bench, seen)
+        summary = {**_summary(records, bench, seen), **shards.summary_fields(shard, total)}
         folder.write_summary(summary)
         sink.finish(summary)
     except BaseException:
         if records:
-            folder.write_summary(_summary(records, bench, seen))
+            folder.write_summary({**_summary(records, bench, seen), **shards.summary_fields(shard, total)})
         raise
     title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
     print(format_table(summary, title))
