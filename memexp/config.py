@@ -114,11 +114,31 @@ class MethodConfig:
     name: str = "plain"
 
 
+def parse_shard(value: Optional[str]) -> Optional[tuple[int, int]]:
+    """`bench.shard="i/n"` as (i, n) with 0 <= i < n; None for the whole benchmark."""
+    if value is None:
+        return None
+    parts = str(value).split("/")
+    try:
+        i, n = (int(p) for p in parts) if len(parts) == 2 else (None, None)
+    except ValueError:
+        i, n = None, None
+    if i is None or n < 1 or not 0 <= i < n:
+        raise ConfigError(f"bench.shard={value!r}: must be i/n with 0 <= i < n (e.g. 0/4), or null for all examples")
+    return i, n
+
+
 @dataclass
 class BenchConfig:
-    """The base of every benchmark schema: `name` picks the entry in memexp.registry.BENCHES."""
+    """The base of every benchmark schema: `name` picks the entry in memexp.registry.BENCHES.
+    `shard="i/n"` runs the examples whose index in the benchmark's fixed order is i mod n
+    (memexp.shards); each shard is its own run folder."""
 
     name: str = "ruler"
+    shard: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        parse_shard(self.shard)
 
 
 @dataclass

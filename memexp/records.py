@@ -73,6 +73,10 @@ _OPTIONAL = ("question", "costs")
 def config_hash(cfg_dict: dict) -> str:
     """Short, stable hash of everything that determines the results."""
     semantic = {k: v for k, v in cfg_dict.items() if k not in _NOT_IN_HASH}
+    bench = semantic.get("bench")
+    if isinstance(bench, dict) and "shard" in bench and bench["shard"] is None:
+        # unsharded runs keep the folders they had before bench.shard existed
+        semantic["bench"] = {k: v for k, v in bench.items() if k != "shard"}
     blob = json.dumps(semantic, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 

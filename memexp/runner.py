@@ -16,6 +16,7 @@ from typing import Iterator
 import torch
 from tqdm import tqdm
 
+from memexp import shards
 from memexp.backbones.base import chat_split
 from memexp.benchmarks import build_benchmark
 from memexp.benchmarks.base import Benchmark, Example, Question
@@ -51,6 +52,8 @@ def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None
     if total is None:
         examples = list(examples)
         total = len(examples)
+    shard = cfg.bench.shard
+    examples, total = shards.select(examples, total, shard)
     available = total
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
@@ -78,12 +81,12 @@ def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None
             if records:
                 bar.set_postfix(score=f"{sum(r.score for r in records) / len(records):.1f}")
         bar.close()
-        summary = _summary(records, bench, seen)
+        summary = {**_summary(records, bench, seen), **shards.summary_fields(shard, total)}
         folder.write_summary(summary)
         sink.finish(summary)
     except BaseException:
         if records:
-            partial = _summary(records, bench, seen)
+            partial = {**_summary(records, bench, seen), **shards.summary_fields(shard, total)}
             folder.write_summary(partial)
             sink.finish({**partial, "complete": False})  # the logger marks the run incomplete
         raise

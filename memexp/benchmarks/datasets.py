@@ -1,23 +1,29 @@
-"""Where benchmark data comes from: a local override, memexp's cache, or a download.
+"""Where benchmark data comes from: a local override, memexp's cache, the Hugging Face cache,
+or a download.
 
 Every hub or web benchmark resolves its data the same way: `bench.data_path` when set;
-else the benchmark's `cache_dir`, filled once by `python -m memexp data bench=<name>` (or
-by the first run on a connected machine). Offline with an empty cache, a run stops with
-one line naming the command that fixes it. Rows that miss fields are reported with their
-file and row and skipped, never a stack trace.
+else the benchmark's `cache_dir` once complete; else it is filled from the hub files, read
+from the Hugging Face hub cache first (memexp.benchmarks.hub) and downloaded only when
+online. `python -m memexp data bench=<name>` does the same ahead of time. Offline
+(`HF_HUB_OFFLINE=1`: cache only) with neither cache holding the data, a run stops with one
+line naming the missing hub file or URL, the command that fetches it and the override that
+gives a local path. Rows that miss fields are reported with their file and row and skipped,
+never a stack trace.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
+
+from memexp.benchmarks import hub
+from memexp.benchmarks.hub import NotCached, offline
 
 log = logging.getLogger("memexp.data")
 
@@ -37,39 +43,34 @@ class SourceRow:
     data: Any
 
 
-def offline() -> bool:
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+def fix_hint(bench: str, local: str = "a local copy") -> str:
+    """How to get the data: `local` says what bench.data_path names for this benchmark."""
+    return (f"run `python -m memexp data bench={bench}` on a connected machine (same bench.cache_dir "
+            f"or Hugging Face cache), or set bench.data_path={local}")
 
 
-def fix_hint(bench: str) -> str:
-    return (f"run `python -m memexp data bench={bench}` on a connected machine (same bench.cache_dir), "
-            f"or set bench.data_path to a local copy")
-
-
-def resolve(bench: str, data_path: str | None, cache_dir: str, download: Callable[[Path], None]) -> Path:
-    """The local path holding the benchmark's data, downloading into `cache_dir` if needed."""
+def resolve(bench: str, data_path: str | None, cache_dir: str, download: Callable[[Path], None],
+            local: str = "a local copy") -> Path:
+    """The local path holding the benchmark's data, filling `cache_dir` if needed."""
     if data_path:
         path = Path(data_path).expanduser()
         if not path.exists():
             raise BenchmarkDataError(f"bench.data_path={data_path}: no such file or directory")
         return path
-    return ensure_cached(bench, cache_dir, download)
+    return ensure_cached(bench, cache_dir, download, local)
 
 
 def is_cached(cache_dir: str) -> bool:
     return (Path(cache_dir).expanduser() / _COMPLETE).exists()
 
 
-def ensure_cached(bench: str, cache_dir: str, download: Callable[[Path], None]) -> Path:
-    """`cache_dir` after a complete download; `download(tmp_dir)` fills a fresh folder that
-    replaces `cache_dir` only once it is complete."""
+def ensure_cached(bench: str, cache_dir: str, download: Callable[[Path], None], local: str = "a local copy") -> Path:
+    """`cache_dir` after a complete fill; `download(tmp_dir)` fills a fresh folder (from the
+    Hugging Face cache when it holds the files, offline too) that replaces `cache_dir` only
+    once it is complete."""
     target = Path(cache_dir).expanduser()
     if is_cached(cache_dir):
         return target
-    if offline():
-        raise BenchmarkDataError(f"bench={bench}: data not found in {target} and this machine is offline; "
-                                 f"{fix_hint(bench)}")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
@@ -80,38 +81,41 @@ def ensure_cached(bench: str, cache_dir: str, download: Callable[[Path], None]) 
         tmp.rename(target)
     except BenchmarkDataError:
         raise
+    except NotCached as e:
+        raise BenchmarkDataError(f"bench={bench}: data not found offline (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE "
+                                 f"is set): {e}, and bench.cache_dir={target} is empty; "
+                                 f"{fix_hint(bench, local)}") from None
     except ImportError as e:
-        raise BenchmarkDataError(f"bench={bench}: downloading needs the '{e.name}' package "
+        raise BenchmarkDataError(f"bench={bench}: reading or downloading its data needs the '{e.name}' package "
                                  f"(pip install {e.name})") from None
     except Exception as e:
         first = (str(e).splitlines() or [""])[0]
         raise BenchmarkDataError(f"bench={bench}: download failed ({type(e).__name__}: {first}); "
-                                 f"{fix_hint(bench)}") from None
+                                 f"{fix_hint(bench, local)}") from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
     return target
 
 
-def hub_file(repo_id: str, filename: str, dest: Path) -> Path:
-    """A file of a hub dataset repository, copied to `dest`."""
-    from huggingface_hub import hf_hub_download
-
-    src = hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset")
+def hub_file(repo_id: str, filename: str, dest: Path, revision: str | None = None) -> Path:
+    """A file of a hub dataset repository (Hugging Face cache first), copied to `dest`."""
+    src = hub.file_path(repo_id, filename, revision)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dest)
     return dest
 
 
 def hub_rows(repo_id: str, split: str, revision: str | None = None) -> Iterator[dict]:
-    """Rows of one split of a hub dataset, through `datasets`."""
-    import datasets
-
-    return iter(datasets.load_dataset(repo_id, split=split, revision=revision))
+    """Rows of one split of a hub dataset (Hugging Face cache first)."""
+    return hub.rows(hub.split_files(repo_id, split, revision))
 
 
 def web_file(url: str, dest: Path) -> Path:
-    """A file from a plain URL (repositories that publish their data outside the hub)."""
+    """A file from a plain URL (repositories that publish their data outside the hub); offline
+    it is `NotCached`, without a network attempt."""
+    if offline():
+        raise NotCached(url, "any local cache (nothing is downloaded offline)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with urllib.request.urlopen(url, timeout=120) as response, open(dest, "wb") as f:
         shutil.copyfileobj(response, f)

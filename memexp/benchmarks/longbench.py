@@ -25,6 +25,7 @@ from memexp.config import LongBenchConfig
 from memexp.records import Record
 
 NAME = "longbench"
+LOCAL = "/path/longbench (a folder of <subset>.jsonl, as in the official data.zip)"  # what bench.data_path names
 FIELDS = {"_id": str, "input": str, "context": str, "answers": list, "length": int}
 METRICS = {"qa_f1": qa_f1, "rouge_l": rouge_l}
 
@@ -36,7 +37,8 @@ class LongBench(Benchmark):
         self.cfg = cfg or LongBenchConfig()
 
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
-        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.hub_id, d))
+        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.hub_id, d),
+                            LOCAL)
         for name in self.cfg.tasks:
             task = TASKS[name]
             rows = subset_rows(root, name)
@@ -104,7 +106,7 @@ def subset_rows(root: Path, name: str) -> list[data.SourceRow]:
     for path in (root / f"{name}.jsonl", root / "data" / f"{name}.jsonl"):
         if path.is_file():
             return data.read_rows(path)
-    raise data.BenchmarkDataError(f"bench={NAME}: {root / (name + '.jsonl')} not found; {data.fix_hint(NAME)}")
+    raise data.BenchmarkDataError(f"bench={NAME}: {root / (name + '.jsonl')} not found; {data.fix_hint(NAME, LOCAL)}")
 
 
 def fetch(hub_id: str, dest: Path) -> None:
@@ -123,4 +125,4 @@ def fetch(hub_id: str, dest: Path) -> None:
 
 
 def download(cfg: LongBenchConfig) -> Path:
-    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg.hub_id, d))
+    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg.hub_id, d), LOCAL)

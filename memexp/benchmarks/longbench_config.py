@@ -27,6 +27,7 @@ class LongBenchConfig(BenchConfig):
     hub_id: str = "THUDM/LongBench"
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # bench.shard
         _tasks("bench.tasks", self.tasks, LONGBENCH_TASKS)
         _optional_at_least("bench.num_samples", self.num_samples, 1)
         _optional_at_least("bench.max_length", self.max_length, 2)

@@ -21,6 +21,7 @@ from memexp.config import LongBenchV2Config
 from memexp.records import Record
 
 NAME = "longbench_v2"
+LOCAL = "/path/data.json (the hub dataset's data.json)"  # what bench.data_path names
 
 TEMPLATE_0SHOT = (
     "Please read the following text and answer the question below.\n\n<text>\n$DOC$\n</text>\n\n"
@@ -40,7 +41,8 @@ class LongBenchV2(Benchmark):
         self._difficulty: dict[str, str] = {}
 
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
-        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.hub_id, d))
+        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.hub_id, d),
+                            LOCAL)
         path = root / "data.json" if root.is_dir() else root
         rows = data.valid_rows(data.read_rows(path), FIELDS, nonempty=("context",))
         rows = [r for r in data.require_rows(rows, NAME, str(path)) if self.selected(r.data)]
@@ -105,4 +107,4 @@ def fetch(hub_id: str, dest: Path) -> None:
 
 
 def download(cfg: LongBenchV2Config) -> Path:
-    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg.hub_id, d))
+    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg.hub_id, d), LOCAL)

@@ -28,6 +28,7 @@ class LongBenchV2Config(BenchConfig):
     hub_id: str = "THUDM/LongBench-v2"
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # bench.shard
         _optional_at_least("bench.max_length", self.max_length, 2)
         _choice("bench.overlength", self.overlength, ("truncate", "skip"))
         _at_least("bench.max_new_tokens", self.max_new_tokens, 1)

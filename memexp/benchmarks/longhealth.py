@@ -34,6 +34,7 @@ from memexp.benchmarks.metrics import longhealth_choice
 from memexp.config import LongHealthConfig
 
 NAME = "longhealth"
+LOCAL = "/path/benchmark_v5.json"  # what bench.data_path names
 FILE = "benchmark_v5.json"
 
 SYSTEM_PROMPT = (
@@ -92,7 +93,8 @@ class LongHealth(Benchmark):
         self.cfg = cfg or LongHealthConfig()
 
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
-        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.url, d))
+        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.url, d),
+                            LOCAL)
         path = root / FILE if root.is_dir() else root
         patients = self.patients(path)
         for task in self.cfg.tasks:
@@ -196,4 +198,4 @@ def fetch(url: str, dest: Path) -> None:
 
 
 def download(cfg: LongHealthConfig) -> Path:
-    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg.url, d))
+    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg.url, d), LOCAL)

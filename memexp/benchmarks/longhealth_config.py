@@ -28,6 +28,7 @@ class LongHealthConfig(BenchConfig):
     url: str = "https://raw.githubusercontent.com/kbressem/LongHealth/main/data/benchmark_v5.json"
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # bench.shard
         _tasks("bench.tasks", self.tasks, LONGHEALTH_TASKS)
         _at_least("bench.num_distractors", self.num_distractors, 0)
         _optional_at_least("bench.max_length", self.max_length, 1)

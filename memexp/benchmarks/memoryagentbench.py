@@ -34,6 +34,7 @@ from memexp.config import MemoryAgentBenchConfig
 from memexp.records import Record
 
 NAME = "memoryagentbench"
+LOCAL = "/path/memoryagentbench (a folder of <source>.jsonl)"  # what bench.data_path names
 MIN_CONTEXT_CHARS = 2000  # conversation_creator.py asserts every context is longer
 BUFFER_LENGTH = 4000  # the long-context agent configs' buffer_length
 TRUNCATION_SLACK = 50000  # agent.py truncates only when the window <= context_max_length + this
@@ -47,7 +48,8 @@ class MemoryAgentBench(Benchmark):
         self.cfg = cfg or MemoryAgentBenchConfig()
 
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
-        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg, d))
+        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg, d),
+                            LOCAL)
         for source in self.cfg.tasks:
             task = TASKS[source]
             rows = [r for r in source_rows(root, source) if _well_formed(r)]
@@ -154,7 +156,7 @@ def source_rows(root: Path, source: str) -> list[data.SourceRow]:
     if root.is_dir():
         path = root / f"{source}.jsonl"
         if not path.is_file():
-            raise data.BenchmarkDataError(f"bench={NAME}: {path} not found; {data.fix_hint(NAME)}")
+            raise data.BenchmarkDataError(f"bench={NAME}: {path} not found; {data.fix_hint(NAME, LOCAL)}")
         return data.read_rows(path)
     return [r for r in data.read_rows(root) if isinstance(r.data, dict) and _source(r.data) == source]
 
@@ -178,4 +180,4 @@ def fetch(cfg: MemoryAgentBenchConfig, dest: Path) -> None:
 
 
 def download(cfg: MemoryAgentBenchConfig) -> Path:
-    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg, d))
+    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg, d), LOCAL)

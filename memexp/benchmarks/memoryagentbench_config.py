@@ -29,6 +29,7 @@ class MemoryAgentBenchConfig(BenchConfig):
     hub_id: str = "ai-hyz/MemoryAgentBench"
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # bench.shard
         _tasks("bench.tasks", self.tasks, MEMORYAGENTBENCH_TASKS)
         _at_least("bench.chunk_size", self.chunk_size, 1)
         _choice("bench.chunker", self.chunker, ("official", "approximate"))

@@ -42,6 +42,11 @@ def file_name(split: str) -> str:
     return f"QuALITY.v1.0.1.htmlstripped.{split}"
 
 
+def local_path(split: str) -> str:
+    """What bench.data_path names for `split`."""
+    return f"/path/{file_name(split)}"
+
+
 def quality_choice(prediction: str) -> str | None:
     """The letter a generated answer picks: a leading 'B', '(B)', 'B.' or 'B: ...', else
     the letter after 'answer is'; None when there is none (reconstructed, see above)."""
@@ -67,10 +72,11 @@ class Quality(Benchmark):
         self._hard: set[tuple[str, str]] = set()
 
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
-        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.url, d))
+        root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.url, d),
+                            local_path(self.cfg.split))
         path = root / file_name(self.cfg.split) if root.is_dir() else root
         if not path.is_file():
-            raise data.BenchmarkDataError(f"bench={NAME}: {path} not found; {data.fix_hint(NAME)}")
+            raise data.BenchmarkDataError(f"bench={NAME}: {path} not found; {data.fix_hint(NAME, local_path(self.cfg.split))}")
         rows = data.valid_rows(data.read_rows(path), ROW_FIELDS, nonempty=("article",))
         articles: dict[str, list[data.SourceRow]] = {}
         for row in data.require_rows(rows, NAME, str(path)):
@@ -133,4 +139,4 @@ def fetch(url: str, dest: Path) -> None:
 
 
 def download(cfg: QualityConfig) -> Path:
-    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg.url, d))
+    return data.ensure_cached(NAME, cfg.cache_dir, lambda d: fetch(cfg.url, d), local_path(cfg.split))

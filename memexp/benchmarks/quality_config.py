@@ -23,6 +23,7 @@ class QualityConfig(BenchConfig):
     url: str = "https://raw.githubusercontent.com/nyu-mll/quality/main/data/v1.0.1/"
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # bench.shard
         _choice("bench.split", self.split, ("dev", "train"))
         _optional_at_least("bench.max_length", self.max_length, 2)
         _at_least("bench.max_new_tokens", self.max_new_tokens, 1)

@@ -4,9 +4,12 @@ cached on disk, scored with RULER's string match."""
 from __future__ import annotations
 
 import dataclasses
+import sys
+from pathlib import Path
 from typing import Iterator
 
 from memexp.backbones.base import Tokenizer
+from memexp.benchmarks import hub
 from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.benchmarks.metrics import ruler_postprocess, string_match_all, string_match_part
 from memexp.benchmarks.ruler import cache, sources
@@ -161,3 +164,12 @@ class Ruler(Benchmark):
             reader = read_squad if spec.dataset == "squad" else read_hotpotqa
             self._qa[spec.dataset] = reader(loaded[spec.dataset].value)
         return QaGenerator(task, self._qa[spec.dataset], cfg.seed)
+
+
+def download(cfg: RulerConfig) -> Path:
+    """`python -m memexp data bench=ruler`: every hub source RULER's tasks read (essays, SQuAD,
+    HotpotQA) into the Hugging Face cache, whichever tasks are configured, so any later task
+    list runs offline; each source's place goes to stderr."""
+    for name, where in sources.prefetch(cfg):
+        print(f"[memexp] ruler {name}: {where}", file=sys.stderr)
+    return Path(hub.cache_dir())

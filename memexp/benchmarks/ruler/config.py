@@ -31,6 +31,7 @@ class RulerConfig(BenchConfig):
     cwe_words_path: Optional[str] = None  # cwe beyond wonderwords' 8166 words: RULER's english_words.json
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # bench.shard
         _tasks("bench.tasks", self.tasks, RULER_TASKS)
         if not self.lengths:
             raise ConfigError("bench.lengths is empty: give target lengths in tokens, e.g. [4096]")

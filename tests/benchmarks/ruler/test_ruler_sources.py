@@ -27,7 +27,7 @@ def test_missing_essays_name_the_tasks_and_the_fix_before_any_example(make_ruler
         next(examples)
     message = str(e.value)
     assert message.startswith("RULER task(s) niah_single_2, niah_multivalue need the Paul Graham essays: ")
-    assert "bench.essay_path=<file>" in message and "baber/paul_graham_essays" in message
+    assert "bench.essay_path=/path/PaulGrahamEssays.json" in message and "baber/paul_graham_essays" in message
     assert "\n" not in message
 
 
@@ -99,10 +99,8 @@ def test_cwe_beyond_wonderwords_needs_a_word_list(make_ruler, tokenizer, tmp_pat
 
 
 def test_hub_sources_when_online(monkeypatch, tmp_path):
-    """The online branches, with the hub replaced by local stand-ins."""
-    import sys
-    import types
-
+    """The online branches, with the hub replaced by local stand-ins (tests/data reads a real
+    hub cache layout offline)."""
     rows = [
         {"title": a["title"], "context": p["context"], "question": q["question"],
          "answers": {"text": [x["text"] for x in q["answers"]], "answer_start": [0] * len(q["answers"])}}
@@ -110,11 +108,11 @@ def test_hub_sources_when_online(monkeypatch, tmp_path):
     ]
     calls = []
 
-    def load_dataset(name, split):
+    def hub_rows(name, split):
         calls.append((name, split))
-        return {"text": ["First essay.", "Second essay."]} if name == sources.ESSAYS_HUB else rows
+        return [{"text": "First essay."}, {"text": "Second essay."}] if name == sources.ESSAYS_HUB else rows
 
-    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    monkeypatch.setattr(sources, "hub_rows", hub_rows)
     assert sources.load_essays(None, ["niah_single_2"]).value == "First essay. Second essay."
     assert read_squad(sources.load_squad(None).value).docs[0] == "Everest is the highest mountain above sea level."
     assert calls == [("baber/paul_graham_essays", "train"), ("rajpurkar/squad_v2", "validation")]
@@ -122,7 +120,7 @@ def test_hub_sources_when_online(monkeypatch, tmp_path):
     hotpot_file = tmp_path / "downloaded.json"
     hotpot_file.write_text(json.dumps([{"question": "q", "answer": "a", "context": []}]))
 
-    def hf_hub_download(repo_id, filename, repo_type, revision):
+    def hf_hub_download(repo_id, filename, repo_type, revision, local_files_only=False):
         assert (repo_id, filename, repo_type) == ("namlh2004/hotpotqa", "hotpot_dev_distractor_v1.json", "dataset")
         assert revision == "7e54db4656209750ff487f6fdf8e39a66dba136b"
         return str(hotpot_file)
