@@ -11,7 +11,7 @@ import yaml
 
 from memexp.report.labels import config_key
 from memexp.report.reading import read_records, read_summary
-from memexp.report.shards import merge_shards
+from memexp.shards import ShardMergeError, merge_shards
 
 # The pointer a sweep job folder (multirun/<date>/<time>/<job>/) holds to its run folder.
 POINTER = "run_folder.txt"
@@ -143,7 +143,12 @@ def _merge_sharded(runs: list[Run]) -> list[Run]:
             out.append(members[0])
             continue
         folders = [m.path for m in members]
-        records, summary = merge_shards(folders)
+        try:
+            records, summary = merge_shards(folders)
+        except ShardMergeError as e:  # e.g. one shard run twice in two output folders: show them apart
+            print(f"memexp report: {e}; showing those shards separately", file=sys.stderr)
+            out.extend(members)
+            continue
         out.append(Run(path=folders[0], config=members[0].config, summary=summary, parts=folders, _records=records))
     return out
 
