@@ -120,7 +120,8 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
     for q in ex.questions:
         if (ex.id, q.id) in done_keys:
             continue
-        prompt = chat_split(backbone, ex.context, q.prompt, ex.system)[1] if use_chat else q.prompt
+        # with a chat template the answer prefix follows the assistant header (RULER's prepare.py)
+        prompt = chat_split(backbone, ex.context, q.user_prompt, ex.system)[1] + q.answer_prefix if use_chat else q.prompt
         q_ids = tok.encode(prompt)
         stop = answer_stop_ids(tok, q)
         ans = method.answer(backbone, memory, q_ids, q, stop)

@@ -59,25 +59,32 @@ def generate_examples(
     num_samples: int,
     max_new_tokens: int,
     metric: str,
+    answer_prefix: str = "",
 ) -> list[Example]:
+    """`answer_prefix`: the task template's (unformatted) answer prefix; its first 10
+    characters locate the formatted one at the end of each prompt, as RULER's generators
+    split it off (niah.py: input_text.rfind(answer_prefix[:10]))."""
     budget = TokenBudget(tokenizer, length, max_new_tokens)
     examples, start = [], generator.incremental
     for index in range(num_samples):
         start, sample, total = fit_sample(task, index, generator, budget, seed=seed, start=start)
-        examples.append(_example(task, length, index, sample, total, max_new_tokens, metric))
+        examples.append(_example(task, length, index, sample, total, max_new_tokens, metric, answer_prefix))
     return examples
 
 
 def _example(
-    task: str, length: int, index: int, sample: Sample, total: int, max_new_tokens: int, metric: str
+    task: str, length: int, index: int, sample: Sample, total: int, max_new_tokens: int, metric: str,
+    answer_prefix: str,
 ) -> Example:
     example_id = f"{task}/{length}/{index}"
+    at = sample.prompt.rfind(answer_prefix[:10]) if answer_prefix else -1
     question = Question(
         id=f"{example_id}/0",
         prompt=sample.prompt,
         references=list(sample.answers),
         metric=metric,
         max_new_tokens=max_new_tokens,
+        answer_prefix=sample.prompt[at:] if at >= 0 else "",
     )
     meta = {**sample.meta, "tokens": total}
     return Example(id=example_id, task=task, length=length, context=sample.context, questions=[question], meta=meta)
