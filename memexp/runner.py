@@ -152,6 +152,9 @@ def _summary(records: list[Record], bench: Benchmark, seen: dict) -> dict:
     summary = summarize(records)
     summary["num_examples"] = seen["examples"]
     summary["complete"] = summary["num_questions"] == seen["questions"]
+    skipped = bench.skipped()  # left out by the benchmark's fit rule: listed, never scored
+    if skipped:
+        summary["num_skipped"], summary["skipped"] = len(skipped), skipped
     for key, value in bench.aggregate(records).items():
         summary[f"aggregate/{key}"] = value
     return summary

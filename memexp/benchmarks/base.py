@@ -84,6 +84,12 @@ class Benchmark(ABC):
         runner stream long contexts instead of holding them all."""
         return None
 
+    def skipped(self) -> list[str]:
+        """Ids of the examples the last `examples` call left out by the benchmark's own fit
+        rule (LongBench v2's overlength=skip), in order; the runner lists them in
+        summary.json instead of scoring them."""
+        return []
+
     @abstractmethod
     def score(self, prediction: str, question: Question) -> float:
         """Score of one prediction in [0, 100] (the papers' scale)."""
