@@ -126,7 +126,8 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
     for q in ex.questions:
         if (ex.id, q.id) in done_keys:
             continue
-        prompt = chat_split(backbone, ex.context, q.prompt, ex.system)[1] if use_chat else q.prompt
+        # with a chat template the answer prefix follows the assistant header (RULER's prepare.py)
+        prompt = chat_split(backbone, ex.context, q.user_prompt, ex.system)[1] + q.answer_prefix if use_chat else q.prompt
         q_ids = tok.encode(prompt)
         stop = answer_stop_ids(tok, q)
         ans = method.answer(backbone, memory, q_ids, q, stop)
@@ -157,6 +158,9 @@ def _summary(records: list[Record], bench: Benchmark, seen: dict) -> dict:
     summary = summarize(records)
     summary["num_examples"] = seen["examples"]
     summary["complete"] = summary["num_questions"] == seen["questions"]
+    skipped = bench.skipped()  # left out by the benchmark's fit rule: listed, never scored
+    if skipped:
+        summary["num_skipped"], summary["skipped"] = len(skipped), skipped
     for key, value in bench.aggregate(records).items():
         summary[f"aggregate/{key}"] = value
     return summary

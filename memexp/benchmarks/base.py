@@ -25,7 +25,10 @@ class Question:
     which may end it before `min_new_tokens` tokens. `chat_template=False` keeps the question
     (and its example's context) out of the backbone's chat template even with `backbone.chat`
     (LongBench's pred.py does so for trec, triviaqa and samsum); the context is shared, so the
-    example's first question decides. `meta` is benchmark-private: only the benchmark's own
+    example's first question decides. `answer_prefix` is the end of `prompt` that opens the
+    answer (RULER's " The special magic numbers ... are"): without a chat template the model
+    reads `prompt` as it is; with one, the prefix moves after the assistant header, where
+    RULER's model templates put it (prepare.py: model_template(task) + answer_prefix). `meta` is benchmark-private: only the benchmark's own
     postprocess / score / aggregate read it; the runner and methods never do.
     """
 
@@ -38,6 +41,16 @@ class Question:
     stop: list[str] = field(default_factory=list)
     min_new_tokens: int = 0
     chat_template: bool = True
+    answer_prefix: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.prompt.endswith(self.answer_prefix):
+            raise ValueError(f"question {self.id}: answer_prefix {self.answer_prefix!r} does not end its prompt")
+
+    @property
+    def user_prompt(self) -> str:
+        """`prompt` without its answer prefix: the part inside a chat template's user turn."""
+        return self.prompt[: len(self.prompt) - len(self.answer_prefix)]
 
 
 @dataclass
@@ -70,6 +83,12 @@ class Benchmark(ABC):
         """How many examples `examples` yields, when known without generating them; lets the
         runner stream long contexts instead of holding them all."""
         return None
+
+    def skipped(self) -> list[str]:
+        """Ids of the examples the last `examples` call left out by the benchmark's own fit
+        rule (LongBench v2's overlength=skip), in order; the runner lists them in
+        summary.json instead of scoring them."""
+        return []
 
     @abstractmethod
     def score(self, prediction: str, question: Question) -> float:

@@ -39,8 +39,13 @@ class LongBenchV2(Benchmark):
     def __init__(self, cfg: LongBenchV2Config | None = None) -> None:
         self.cfg = cfg or LongBenchV2Config()
         self._difficulty: dict[str, str] = {}
+        self._skipped: list[str] = []
+
+    def skipped(self) -> list[str]:
+        return list(self._skipped)
 
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
+        self._skipped = []
         root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.hub_id, d),
                             LOCAL)
         path = root / "data.json" if root.is_dir() else root
@@ -48,7 +53,9 @@ class LongBenchV2(Benchmark):
         rows = [r for r in data.require_rows(rows, NAME, str(path)) if self.selected(r.data)]
         for row in rows[: self.cfg.num_samples]:
             example = self.example(row.data, tokenizer)
-            if example is not None:
+            if example is None:
+                self._skipped.append(row.data["_id"])
+            else:
                 yield example
 
     def selected(self, record: dict) -> bool:
@@ -57,15 +64,24 @@ class LongBenchV2(Benchmark):
             return True
         return record["domain"] in cfg.domains or record["sub_domain"] in cfg.sub_domains
 
+    def fits(self, context_len: int, prompt_len: int) -> bool:
+        """The paper's rule: the complete prompt fits the position budget after reserving
+        room for the chat template, replay and generation (see LongBenchV2Config)."""
+        cfg = self.cfg
+        reserved = cfg.reserve_template + cfg.reserve_replay + cfg.max_new_tokens
+        return context_len + prompt_len + reserved <= cfg.max_length
+
     def example(self, record: dict, tokenizer: Tokenizer) -> Example | None:
-        """The example, or None when it is too long and `overlength=skip`."""
+        """The example, or None when it does not fit and `overlength=skip`."""
         context, prompt = render(record)
         max_length = self.cfg.max_length
         if max_length is not None:
             prompt_len = len(tokenizer.encode(prompt))
-            if len(tokenizer.encode(context, add_bos=True)) + prompt_len > max_length:
-                if self.cfg.overlength == "skip":
+            context_len = len(tokenizer.encode(context, add_bos=True))
+            if self.cfg.overlength == "skip":
+                if not self.fits(context_len, prompt_len):
                     return None
+            elif context_len + prompt_len > max_length:
                 context = middle_truncate(tokenizer, context, prompt_len, max_length, longbench_v2_ends(max_length))
         self._difficulty[record["_id"]] = record["difficulty"]
         question = Question(id="0", prompt=prompt, references=[record["answer"]], metric="accuracy",

@@ -19,9 +19,19 @@ class LongBenchV2Config(BenchConfig):
     domains: list[str] = field(default_factory=lambda: [
         "Single-Document QA", "Multi-Document QA", "Long-dialogue History Understanding"])
     sub_domains: list[str] = field(default_factory=lambda: ["User guide QA"])
-    max_length: Optional[int] = 120000  # pred.py's model2maxlen for most models; null = never truncate
-    overlength: str = "truncate"  # truncate (pred.py, middle) | skip (the paper: keep what fits)
-    max_new_tokens: int = 128  # pred.py without CoT
+    # The position budget: tokens of the complete prompt (context with BOS + question).
+    # pred.py's model2maxlen for most models is 120000; null = every example kept whole.
+    max_length: Optional[int] = 120000
+    # What an example over the budget becomes:
+    #   truncate - pred.py: the prompt is cut in the middle to max_length (no room reserved);
+    #   skip     - the NoteBank paper (App. C.2, 375 of 379 questions for Qwen3.5-9B): the
+    #              example is kept only when prompt + reserve_template + reserve_replay +
+    #              max_new_tokens <= max_length, never truncated; a skipped example is not
+    #              scored, and summary.json lists it (num_skipped, skipped: its ids).
+    overlength: str = "truncate"
+    reserve_replay: int = 0  # skip: tokens kept for replayed notes (R x B, e.g. top-8 x 64-token notes = 512)
+    reserve_template: int = 0  # skip: tokens the backbone's chat template adds around the prompt
+    max_new_tokens: int = 128  # pred.py without CoT; with skip, also reserved for generation
     num_samples: Optional[int] = None  # first questions after filtering; null = all
     data_path: Optional[str] = None  # data.json (a list) or a .jsonl of records
     cache_dir: str = "outputs/cache/data/longbench_v2"
@@ -31,6 +41,8 @@ class LongBenchV2Config(BenchConfig):
         super().__post_init__()  # bench.shard
         _optional_at_least("bench.max_length", self.max_length, 2)
         _choice("bench.overlength", self.overlength, ("truncate", "skip"))
+        _at_least("bench.reserve_replay", self.reserve_replay, 0)
+        _at_least("bench.reserve_template", self.reserve_template, 0)
         _at_least("bench.max_new_tokens", self.max_new_tokens, 1)
         _optional_at_least("bench.num_samples", self.num_samples, 1)
 

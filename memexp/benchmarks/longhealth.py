@@ -8,16 +8,21 @@ options "A: ..." to "E: ..." (tasks 2 and 3 add "F: Question cannot be answered 
 provided documents"), the gold letter (the first option containing `correct`; "F" in task
 3), the answer parser ('The correct answer is X:') and 50 new tokens.
 
-Reconstructed, because memexp reads one context for many questions:
-- task 1 (the patient's own letters; the Titan-Llama paper's 400 questions, one pass):
-  one example per patient with all 20 questions and the letters in one seeded shuffled
-  order, where the official script reshuffles (and re-selects under its token budget,
-  answer letters first) for every question and asks each five times;
-- tasks 2 and 3 (answer letters + `num_distractors` letters of other patients / the
-  distractors alone): one example per question and task, sampled with the seed, where the
-  official script alternates ten such samples per question;
-- with `max_length`, letters are taken in context order until the budget is spent and the
-  one that overflows is cut by tokens, as the official selection cuts its last letter.
+Two protocols (`bench.protocol`):
+- greedy (default), what the Titan-Llama paper reports: one answer per question (its
+  54.25 +- 2.49 for full attention is the standard error of 400 single answers). Task 1:
+  one example per patient with all 20 questions and its letters in one seeded shuffled
+  order; tasks 2 and 3 (answer letters + `num_distractors` letters of other patients / the
+  distractors alone): one example per question and task, sampled with the seed.
+- official, the script's: task 1 asks every question 5 times, its letters reshuffled (and
+  re-selected, answer letters first) each time; tasks 2 and 3 ask it 5 times each (the
+  script's 10 alternating iterations), with fresh distractors each time. One example per
+  question and pass, so each pass reads its own context; decoding stays greedy (the
+  script samples with vLLM's defaults).
+With `max_length`, letters are selected as the official create_prompt selects them: the
+answer letters first (task 1 greedy: those of every question of the patient), then the
+others, the one that overflows cut by tokens; the selection is then shuffled, so a cut
+never drops an answer letter that fits.
 The system prompt goes to Example.system for methods that apply a chat template.
 """
 
@@ -59,6 +64,7 @@ INSTRUCTIONS = (
     "if the correct answer to a question is option C, and the text for C is 'Acute Bronchitis', your answer should "
     "be: \n'The correct answer is C: Acute bronchitis.'\n"
 )
+OFFICIAL_PASSES = 5  # the script's answers per question: task 1, and each of tasks 2 and 3
 UNANSWERABLE = "Question cannot be answered with provided documents"
 QUESTION_FIELDS = {"question": str, "correct": str, "answer_location": dict,
                    **{f"answer_{label}": str for label in "abcde"}}
@@ -97,13 +103,18 @@ class LongHealth(Benchmark):
                             LOCAL)
         path = root / FILE if root.is_dir() else root
         patients = self.patients(path)
+        passes = range(OFFICIAL_PASSES) if self.cfg.protocol == "official" else [None]
         for task in self.cfg.tasks:
             for pid, patient in patients[: self.cfg.num_samples]:
-                if task == "task1":
+                if task == "task1" and self.cfg.protocol == "greedy":
                     yield self.own_letters(pid, patient, tokenizer)
-                else:
-                    for i, q in patient["questions"]:
-                        yield self.with_distractors(task, pid, patient, i, q, patients, tokenizer)
+                    continue
+                for i, q in patient["questions"]:
+                    for j in passes:
+                        if task == "task1":
+                            yield self.own_letters_for(pid, patient, i, q, j, tokenizer)
+                        else:
+                            yield self.with_distractors(task, pid, patient, i, q, patients, tokenizer, j)
 
     def patients(self, path: Path) -> list[tuple[str, dict]]:
         """(patient id, {"texts": {id: text}, "questions": [(index, question)]}) for every
@@ -132,31 +143,59 @@ class LongHealth(Benchmark):
         return data.require_rows(out, NAME, str(path))
 
     def own_letters(self, pid: str, patient: dict, tokenizer: Tokenizer) -> Example:
-        documents = list(patient["texts"].values())
-        random.Random(f"{self.cfg.seed}/task1/{pid}").shuffle(documents)
+        """Greedy task 1: all the patient's questions on one context."""
         questions = [self.question(str(i), q, "abcde", gold_letter(q)) for i, q in patient["questions"]]
-        return self.example(f"task1/{pid}", "task1", documents, questions, tokenizer)
+        answers = {tid for _, q in patient["questions"] for tid in q["answer_location"]}
+        rng = random.Random(f"{self.cfg.seed}/task1/{pid}")
+        documents = self.select(patient["texts"], answers, questions, tokenizer, rng)
+        return self.example(f"task1/{pid}", "task1", documents, questions)
+
+    def own_letters_for(self, pid: str, patient: dict, i: int, q: dict, j: int, tokenizer: Tokenizer) -> Example:
+        """Official task 1, pass `j` of question `i`: the answer letters, then the others."""
+        texts = patient["texts"]
+        ordered = {tid: texts[tid] for tid in q["answer_location"]} | texts
+        questions = [self.question("0", q, "abcde", gold_letter(q))]
+        rng = random.Random(f"{self.cfg.seed}/task1/{pid}/{i}/{j}")
+        documents = self.select(ordered, set(q["answer_location"]), questions, tokenizer, rng)
+        return self.example(f"task1/{pid}/{i}/{j}", "task1", documents, questions)
 
     def with_distractors(self, task: str, pid: str, patient: dict, i: int, q: dict,
-                         patients: list[tuple[str, dict]], tokenizer: Tokenizer) -> Example:
-        rng = random.Random(f"{self.cfg.seed}/{task}/{pid}/{i}")
+                         patients: list[tuple[str, dict]], tokenizer: Tokenizer, j: int | None = None) -> Example:
+        """Tasks 2 and 3 for question `i` (pass `j` under the official protocol)."""
+        key = f"{self.cfg.seed}/{task}/{pid}/{i}" + ("" if j is None else f"/{j}")
+        rng = random.Random(key)
         others = [text for other, p in patients if other != pid for text in p["texts"].values()]
-        documents = rng.sample(others, min(self.cfg.num_distractors, len(others)))
+        sampled = rng.sample(others, min(self.cfg.num_distractors, len(others)))
+        candidates = {f"distractor_{n}": text for n, text in enumerate(sampled)}
+        answers = set()
         if task == "task2":
-            documents += [patient["texts"][tid] for tid in q["answer_location"]]
-        rng.shuffle(documents)
+            candidates |= {tid: patient["texts"][tid] for tid in q["answer_location"]}
+            answers = set(q["answer_location"])
         gold = gold_letter(q) if task == "task2" else "F"
-        return self.example(f"{task}/{pid}/{i}", task, documents, [self.question("0", q, "abcdef", gold)], tokenizer)
+        questions = [self.question("0", q, "abcdef", gold)]
+        documents = self.select(candidates, answers, questions, tokenizer, rng)
+        eid = f"{task}/{pid}/{i}" + ("" if j is None else f"/{j}")
+        return self.example(eid, task, documents, questions)
+
+    def select(self, candidates: dict[str, str], answers: set[str], questions: list[Question],
+               tokenizer: Tokenizer, rng: random.Random) -> list[str]:
+        """The letters of the context: within `max_length` (answer letters chosen first, see
+        the module docstring), in candidate order, then shuffled with `rng`."""
+        chosen = dict(candidates)
+        if self.cfg.max_length is not None:
+            longest = max(len(tokenizer.encode(q.prompt)) for q in questions)
+            first = [tid for tid in candidates if tid in answers] + [tid for tid in candidates if tid not in answers]
+            kept = within_budget([candidates[tid] for tid in first], self.cfg.max_length - longest, tokenizer)
+            chosen = dict(zip(first, kept))
+        documents = [chosen[tid] for tid in candidates if tid in chosen]
+        rng.shuffle(documents)
+        return documents
 
     def question(self, qid: str, q: dict, labels: str, gold: str | None) -> Question:
         return Question(id=qid, prompt=render_prompt(q, labels), references=[gold or ""], metric="accuracy",
                         max_new_tokens=self.cfg.max_new_tokens)
 
-    def example(self, eid: str, task: str, documents: list[str], questions: list[Question],
-                tokenizer: Tokenizer) -> Example:
-        if self.cfg.max_length is not None:
-            longest = max(len(tokenizer.encode(q.prompt)) for q in questions)
-            documents = within_budget(documents, self.cfg.max_length - longest, tokenizer)
+    def example(self, eid: str, task: str, documents: list[str], questions: list[Question]) -> Example:
         return Example(id=eid, task=task, length="all", context=render_context(documents), questions=questions,
                        meta={"documents": len(documents)}, system=SYSTEM_PROMPT)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from memexp.config import BenchConfig, _at_least, _optional_at_least, _tasks
+from memexp.config import BenchConfig, _at_least, _choice, _optional_at_least, _tasks
 from memexp.registry import BENCHES
 
 # task1: the patient's own letters; task2: plus other patients' letters; task3: distractors only
@@ -19,8 +19,13 @@ class LongHealthConfig(BenchConfig):
     name: str = "longhealth"
     tasks: list[str] = field(default_factory=lambda: ["task1"])
     seed: int = 0  # document order and distractor sampling
+    # greedy: one answer per question (the Titan-Llama paper's numbers); official: the
+    # script's 5 passes per question, letters reshuffled / distractors resampled per pass
+    protocol: str = "greedy"
     num_distractors: int = 10  # documents of other patients in tasks 2 and 3
-    max_length: Optional[int] = None  # token budget for documents + question (official: 16000 - system); null = all
+    # token budget for documents + question (official: 16000 - system); answer letters are
+    # selected first, then the others; null = all letters
+    max_length: Optional[int] = None
     max_new_tokens: int = 50
     num_samples: Optional[int] = None  # first patients; null = all 20
     data_path: Optional[str] = None  # benchmark_v5.json
@@ -30,6 +35,7 @@ class LongHealthConfig(BenchConfig):
     def __post_init__(self) -> None:
         super().__post_init__()  # bench.shard
         _tasks("bench.tasks", self.tasks, LONGHEALTH_TASKS)
+        _choice("bench.protocol", self.protocol, ("greedy", "official"))
         _at_least("bench.num_distractors", self.num_distractors, 0)
         _optional_at_least("bench.max_length", self.max_length, 1)
         _at_least("bench.max_new_tokens", self.max_new_tokens, 1)

@@ -2,7 +2,8 @@
 
 Per row (one context, many questions; main.py "inject once, query multiple times"): the
 context is chunked, each chunk wrapped in the family's memorise template and appended to
-the agent's memory as "\\n" + wrapped chunk (agent.py); every question is then asked as
+the agent's memory as "\\n" + wrapped chunk, the memory stripped after each append
+(agent.py `_handle_long_context_agent`; see `memory_text`); every question is then asked as
 memory + "\\n" + query. So the Example's context is the memory text and each prompt is
 "\\n" + query. The agent's system message goes to Example.system for methods that
 apply a chat template; the plain text the backbone reads has none.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from memexp.backbones.base import Tokenizer
 from memexp.benchmarks import datasets as data
@@ -59,8 +60,8 @@ class MemoryAgentBench(Benchmark):
 
     def example(self, task: MabTask, row: data.SourceRow, tokenizer: Tokenizer) -> Example:
         family = FAMILIES[task.family]
-        context = "".join("\n" + family.memorize.format(time_stamp=self.cfg.time_stamp, context=chunk)
-                          for chunk in self.chunks(row.data, tokenizer))
+        context = memory_text(family.memorize.format(time_stamp=self.cfg.time_stamp, context=chunk)
+                              for chunk in self.chunks(row.data, tokenizer))
         context = self.truncate(context, task, tokenizer)
         questions = [
             Question(id=str(i), prompt="\n" + family.query.format(question=q), references=refs,
@@ -112,6 +113,15 @@ class MemoryAgentBench(Benchmark):
         if means:
             out["overall"] = round(sum(means.values()) / len(means), 2)
         return out
+
+
+def memory_text(wrapped: Iterable[str]) -> str:
+    """The long-context agent's memory after appending each wrapped chunk:
+    `memory = (memory + "\\n" + chunk).strip()`, built in one pass. The strip after each
+    append leaves the first chunk stripped, every later one with its trailing whitespace
+    cut, and a blank chunk nothing at all."""
+    kept = [w for w in wrapped if w.strip()]
+    return "\n".join(w.strip() if i == 0 else w.rstrip() for i, w in enumerate(kept))
 
 
 def qa_pairs(record: dict) -> list[tuple[str, list[str]]]:

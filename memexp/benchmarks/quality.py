@@ -3,8 +3,8 @@
 The Titan-Llama paper reports accuracy on QuALITY (43.34 +- 1.08 for full attention: the
 standard error of ~2,086 questions, i.e. the whole dev split) without giving its prompt or
 answer extraction. Reconstructed here, and only here: the prompt is ZeroSCROLLS' QuALITY
-prompt (instruction and story first, then "Question and Possible Answers", then
-"Answer:"), generation is 10 tokens as in ZeroSCROLLS, and the predicted letter is the
+prompt for base models (instruction and story first, then "Question and Possible Answers"
+with the choices as "\\n (A) ...", then "Answer:"; ZeroSCROLLS paper Table 6), generation is 10 tokens as in ZeroSCROLLS, and the predicted letter is the
 leading A-D of the output or the letter after "answer is". The HARD subset
 (`difficult` = 1) is reported beside overall accuracy, as the QuALITY README asks.
 
@@ -60,7 +60,10 @@ def render_context(article: str) -> str:
 
 
 def render_prompt(question: str, options: list[str]) -> str:
-    choices = "\n".join(f"({letter}) {option.strip()}" for letter, option in zip(LETTERS, options))
+    r"""ZeroSCROLLS' {QUESTION_AND_OPTIONS} is SCROLLS' QuALITY query: the question, a blank
+    line, then each choice on its own line as " (A) ..." (the layout lm-eval's SCROLLS parser
+    reads back: question up to the first blank line, choices split on r" *\([A-D]\) *")."""
+    choices = "\n".join(f" ({letter}) {option.strip()}" for letter, option in zip(LETTERS, options))
     return f"Question and Possible Answers:\n{question.strip()}\n\n{choices}\n\nAnswer:"
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+# the checkout under test, not whichever memexp is installed (the run's cwd is a temporary folder)
+REPO = str(Path(__file__).resolve().parents[2])
 
 
 def memexp_run(workdir: Path, *overrides: str) -> dict:
@@ -16,7 +18,8 @@ def memexp_run(workdir: Path, *overrides: str) -> dict:
     out = workdir / "runs"
     cmd = [sys.executable, "-m", "memexp", "run", "backbone=tiny_gdn_random", "method=plain", "logger=none",
            f"output_dir={out}", "progress=false", *overrides]
-    result = subprocess.run(cmd, cwd=workdir, env={**os.environ, **OFFLINE}, capture_output=True, text=True,
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    result = subprocess.run(cmd, cwd=workdir, env={**os.environ, **OFFLINE, "PYTHONPATH": path}, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     (summary,) = out.glob("*/*/*/*/summary.json")

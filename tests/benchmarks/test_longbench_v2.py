@@ -83,6 +83,42 @@ def test_skip_mode_drops_prompts_that_do_not_fit(tmp_path):
     assert len(list(bench(path, max_length=None).examples(TOK))) == 2
 
 
+def test_skip_reserves_template_replay_and_generation(tmp_path):
+    path = write(tmp_path / "data.json", [record(0), record(1, context="x" * 200)])
+    context, prompt = render(record(0))
+    prompt_len = len(context) + 1 + len(prompt)  # bytes + BOS
+    # exactly at the budget: kept; one reserved token more: skipped
+    kw = dict(overlength="skip", max_new_tokens=5, reserve_replay=40, reserve_template=7, domains=[], sub_domains=[])
+    b = bench(path, max_length=prompt_len + 52, **kw)
+    assert [e.id for e in b.examples(TOK)] == ["id0"] and b.skipped() == ["id1"]
+    b = bench(path, max_length=prompt_len + 51, **kw)
+    assert list(b.examples(TOK)) == [] and b.skipped() == ["id0", "id1"]
+    kept = next(bench(path, max_length=prompt_len + 52, **kw).examples(TOK))
+    assert kept.context == context  # never truncated
+
+
+def test_truncate_mode_reserves_nothing_and_skips_nothing(tmp_path):
+    path = write(tmp_path / "data.json", [record(0)])
+    context, prompt = render(record(0))
+    b = bench(path, max_length=len(context) + 1 + len(prompt), reserve_replay=100, max_new_tokens=50)
+    assert next(b.examples(TOK)).context == context and b.skipped() == []
+
+
+def test_skipped_examples_are_listed_in_the_summary_not_scored(tmp_path):
+    import memexp.runner as runner
+    from memexp.app import load_config
+
+    path = write(tmp_path / "data.json", [record(0, context="x" * 1000), record(1), record(2, context="y" * 900)])
+    cfg = load_config(["backbone=tiny_gdn_random", "method=plain", "bench=longbench_v2", f"bench.data_path={path}",
+                       "bench.max_length=600", "bench.overlength=skip", "bench.max_new_tokens=3",
+                       f"output_dir={tmp_path / 'runs'}", "progress=false", "logger=none"])
+    summary = runner.run(cfg)
+    assert (summary["num_skipped"], summary["skipped"]) == (2, ["id0", "id2"])
+    assert summary["num_questions"] == 1 and summary["num_examples"] == 1 and summary["complete"]
+    (written,) = (tmp_path / "runs").glob("*/*/*/*/summary.json")
+    assert json.loads(written.read_text())["skipped"] == ["id0", "id2"]
+
+
 def test_score_uses_the_official_parser():
     q = Question(id="0", prompt="", references=["B"], metric="accuracy", max_new_tokens=8)
     b = LongBenchV2()
@@ -107,6 +143,8 @@ def test_aggregate_has_result_py_columns(tmp_path):
 def test_overlength_is_validated():
     with pytest.raises(ConfigError, match="bench.overlength"):
         LongBenchV2Config(overlength="drop")
+    with pytest.raises(ConfigError, match="bench.reserve_replay"):
+        LongBenchV2Config(reserve_replay=-1)
 
 
 def test_runs_end_to_end(tmp_path):

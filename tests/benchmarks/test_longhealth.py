@@ -99,7 +99,62 @@ def test_budget_cuts_the_overflowing_letter(tmp_path):
     assert len(TOK.encode(ex.context, add_bos=True)) + prompt_len == 1500
     letters = ex.context.split("\n\n--------------\n\n")
     kept = [letter.count("x") for letter in letters]
-    assert len(kept) == 3 and kept[:2] == [300, 300] and 0 < kept[2] < 300  # the third letter is cut
+    # the third letter (after the answer letter text_0 and text_1) is cut, then all are shuffled
+    assert len(kept) == 3 and sorted(kept)[1:] == [300, 300] and 0 < sorted(kept)[0] < 300
+
+
+def budget_patient(answer: str) -> dict:
+    p = patient("p1", n_texts=5, n_questions=1)
+    p["texts"] = {f"text_{t}": f"Letter {t}. " + "x" * 300 for t in range(5)}
+    p["questions"] = [question(0, texts=(answer,))]
+    return p
+
+
+@pytest.mark.parametrize("answer", [f"text_{t}" for t in range(5)])
+@pytest.mark.parametrize("task", ["task1", "task2"])
+def test_a_cut_keeps_the_answer_letter_whole(tmp_path, answer, task):
+    other = patient("p2", n_texts=5)
+    other["texts"] = {f"text_{t}": f"Other {t}. " + "y" * 300 for t in range(5)}
+    path = write(tmp_path / "benchmark_v5.json", {"p1": budget_patient(answer), "p2": other})
+    for protocol in ("greedy", "official"):
+        ex = next(bench(path, tasks=[task], max_length=1400, num_distractors=4, protocol=protocol).examples(TOK))
+        assert len(TOK.encode(ex.context, add_bos=True)) + len(TOK.encode(ex.questions[0].prompt)) == 1400
+        assert f"Letter {answer[-1]}. " + "x" * 300 in ex.context
+        assert ex.meta["documents"] < 5 + 4 * (task == "task2")  # the budget did cut
+
+
+def test_greedy_task1_keeps_the_answer_letters_of_every_question(tmp_path):
+    p = budget_patient("text_3")
+    p["questions"].append(question(1, texts=("text_1",)))
+    path = write(tmp_path / "benchmark_v5.json", {"p1": p})
+    ex = next(bench(path, max_length=1700).examples(TOK))
+    assert "Letter 3. " + "x" * 300 in ex.context and "Letter 1. " + "x" * 300 in ex.context
+    assert 3 <= ex.meta["documents"] < 5 and len(ex.questions) == 2  # the budget did cut
+
+
+def test_official_protocol_asks_each_question_five_times_on_its_own_context(tmp_path):
+    path = write(tmp_path / "benchmark_v5.json", {"p1": patient("p1", 6), "p2": patient("p2", 6), "p3": patient("p3")})
+    examples = list(bench(path, tasks=["task1", "task2", "task3"], num_distractors=3, protocol="official",
+                          num_samples=1).examples(TOK))
+    ids = [e.id for e in examples]
+    assert ids[:6] == [f"task1/p1/0/{j}" for j in range(5)] + ["task1/p1/1/0"]
+    assert len(ids) == 3 * 2 * 5 and ids[10] == "task2/p1/0/0" and ids[20] == "task3/p1/0/0"
+    assert all(len(e.questions) == 1 for e in examples)
+    task1 = examples[:5]
+    assert all(all(e.context.count(f"Letter {t} of p1.") == 1 for t in range(6)) for e in task1)
+    assert len({e.context for e in task1}) > 1  # reshuffled per pass
+    task3 = examples[20:25]
+    assert all("of p1." not in e.context and e.questions[0].references == ["F"] for e in task3)
+    assert len({e.context for e in task3}) > 1  # distractors resampled per pass
+    task2 = examples[10:15]
+    assert all("Letter 0 of p1." in e.context and e.questions[0].references == ["C"] for e in task2)
+
+
+def test_protocol_is_validated():
+    from memexp.config import ConfigError
+
+    with pytest.raises(ConfigError, match="bench.protocol"):
+        LongHealthConfig(protocol="sampled")
 
 
 def test_malformed_patients_and_questions_are_reported(tmp_path, caplog):

@@ -9,7 +9,7 @@ from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.benchmarks import memoryagentbench as mab
 from memexp.benchmarks.base import Question
 from memexp.benchmarks.datasets import BenchmarkDataError
-from memexp.benchmarks.memoryagentbench import CHUNKS_FIELD, MemoryAgentBench, qa_pairs
+from memexp.benchmarks.memoryagentbench import CHUNKS_FIELD, MemoryAgentBench, memory_text, qa_pairs
 from memexp.benchmarks.memoryagentbench_chunks import approximate_chunks, pack_sentences
 from memexp.benchmarks.memoryagentbench_tasks import TASKS
 from memexp.config import MEMORYAGENTBENCH_TASKS, MemoryAgentBenchConfig
@@ -64,7 +64,8 @@ def test_context_and_prompt_are_what_the_long_context_agent_sends(tmp_path):
     assert path.exists()
     wrap = ("\nDialogue between User and Assistant T\\n<User> The following context is the documents I have read: "
             "\n{}\n <Assistant> I have learned the documents and I will answer the question you ask.")
-    assert ex.context == wrap.format("Chunk one.") + wrap.format("Chunk two.")
+    # agent.py: the memory is stripped after each append, so no "\n" before the first chunk
+    assert ex.context == (wrap.format("Chunk one.") + wrap.format("Chunk two."))[1:]
     assert "\\n<User>" in ex.context  # the literal backslash-n of the official template
     q = ex.questions[0]
     assert q.prompt == ("\nAnswer the question based on the memorized documents. Only give me the answer and do "
@@ -78,7 +79,7 @@ def test_factconsolidation_and_eventqa_templates(tmp_path):
     write(tmp_path / "factconsolidation_mh_6k.jsonl", [row("factconsolidation_mh_6k", chunks=["0. A is B."])])
     write(tmp_path / "eventqa_65536.jsonl", [row("eventqa_65536", chunks=["He left."])])
     fact, event = bench(tmp_path, tasks=["factconsolidation_mh_6k", "eventqa_65536"]).examples(TOK)
-    assert fact.context.startswith("\nDialogue between User and Assistant T \\n<User> The following context is the "
+    assert fact.context.startswith("Dialogue between User and Assistant T \\n<User> The following context is the "
                                    "facts I have learned: \n0. A is B.\n <Assistant>")
     assert fact.questions[0].prompt.endswith("Now Answer the Question: Based on the provided Knowledge Pool, "
                                              "Who? \nAnswer:")
@@ -249,3 +250,29 @@ def test_data_command_stores_the_official_chunks(tmp_path, monkeypatch):
     monkeypatch.setattr(mab, "official_chunks", lambda *a: pytest.fail("stored chunks must be used"))
     ex = next(MemoryAgentBench(cfg).examples(TOK))  # factconsolidation_sh_6k: one context (max_test_samples)
     assert ex.context.count("<User>") == len(fact[CHUNKS_FIELD]["chunks"]) > 1
+
+
+def official_memory(wrapped: list[str]) -> str:
+    """agent.py _handle_long_context_agent, one append at a time."""
+    context = ""
+    for message in wrapped:
+        context += "\n" + message
+        context = context.strip()
+    return context
+
+
+@pytest.mark.parametrize("wrapped", [
+    ["a", "b"],
+    ["  lead\n", "\n\ttwo  ", "three\n\n"],
+    ["   ", "x", " \n ", "  y  "],
+    ["\n", "\n"],
+    [],
+])
+def test_memory_text_is_the_agents_memory_after_each_stripped_append(wrapped):
+    assert memory_text(wrapped) == official_memory(wrapped)
+
+
+def test_memory_starts_with_the_first_wrapped_chunk(tmp_path):
+    write(tmp_path / "ruler_qa1_197K.jsonl", [row("ruler_qa1_197K", chunks=["Chunk one."])])
+    ex = next(bench(tmp_path, tasks=["ruler_qa1_197K"]).examples(TOK))
+    assert ex.context.startswith("Dialogue between User and Assistant T\\n<User>")

@@ -44,14 +44,28 @@ def test_question_sets_of_one_article_share_one_example(tmp_path):
     assert (a1.task, a1.length, a1.questions[0].max_new_tokens) == ("quality", "dev", 10)
 
 
+def test_question_and_options_read_back_with_the_scrolls_parser(tmp_path):
+    r"""lm-eval's SCROLLS QuALITY parser (question up to the first blank line, choices split on
+    r" *\([A-D]\) *") recovers the question and the four options from the prompt."""
+    import re
+
+    write(tmp_path, [question_set("A1", "w1", [question("Which colour?", 1)])])
+    prompt = next(Quality(QualityConfig(data_path=str(tmp_path))).examples(TOK)).questions[0].prompt
+    block = prompt.removeprefix("Question and Possible Answers:\n").removesuffix("\n\nAnswer:")
+    split = block.find("\n\n")
+    assert block[:split] == "Which colour?"
+    assert [" ".join(c.split()) for c in re.split(r" *\([A-D]\) *", block[split + 2:])[1:]] == [
+        "red", "green", "blue", "white"]
+
+
 def test_prompt_is_the_zeroscrolls_layout(tmp_path):
     write(tmp_path, [question_set("A1", "w1", [question(" Which colour? ", 1)])])
     ex = next(Quality(QualityConfig(data_path=str(tmp_path / file_name("dev")))).examples(TOK))
     assert ex.context + ex.questions[0].prompt == (
         "You are provided a story and a multiple-choice question with 4 possible answers (marked by A, B, C, D). "
         "Choose the best answer by writing its corresponding letter (either A, B, C, or D).\n\nStory:\n"
-        "Once upon a time.\n\nThe end.\n\nQuestion and Possible Answers:\nWhich colour?\n\n(A) red\n(B) green\n"
-        "(C) blue\n(D) white\n\nAnswer:")
+        "Once upon a time.\n\nThe end.\n\nQuestion and Possible Answers:\nWhich colour?\n\n (A) red\n (B) green\n"
+        " (C) blue\n (D) white\n\nAnswer:")
     assert ex.context.endswith("The end.\n\n")
 
 

@@ -70,3 +70,73 @@ def test_runner_wraps_prompts_only_when_asked_and_not_for_opted_out_questions(tm
     bos = load_backbone_bos()
     assert method.first_ids[0] != bos and method.first_ids[1] == bos  # the template carries its own start
     assert method.questions == [" Q0?</user><assistant>", " Q1?</user><assistant>", " Q?"]
+
+
+class RulerLike(Benchmark):
+    """One RULER question: the prompt ends with its answer prefix."""
+
+    name = "fake"
+    question = " What is the number for k?"
+    prefix = " The special magic number for k mentioned in the provided text is"
+
+    def examples(self, tokenizer):
+        q = Question(id="0", prompt=self.question + self.prefix, references=["1"], metric="m", max_new_tokens=2,
+                     answer_prefix=self.prefix)
+        yield Example(id="ruler", task="t", length=1, context="Haystack.", questions=[q])
+
+    def score(self, prediction, question):
+        return 0.0
+
+
+def run_ruler_like(tmp_path, monkeypatch, chat: bool) -> Recorder:
+    monkeypatch.setattr(GDNBackbone, "chat_prompt", toy_template)
+    method = Recorder()
+    monkeypatch.setattr(runner, "build_benchmark", lambda cfg: RulerLike())
+    monkeypatch.setattr("memexp.methods.build_method", lambda cfg: method)
+    cfg = load_config(["backbone=tiny_gdn_random", f"backbone.chat={str(chat).lower()}", "method=plain",
+                       f"output_dir={tmp_path}", "progress=false"])
+    runner.run(cfg)
+    return method
+
+
+def test_answer_prefix_follows_the_assistant_header_with_a_chat_template(tmp_path, monkeypatch):
+    method = run_ruler_like(tmp_path, monkeypatch, chat=True)
+    assert method.contexts == ["<user>Haystack."]
+    assert method.questions == [RulerLike.question + "</user><assistant>" + RulerLike.prefix]
+
+
+def test_answer_prefix_stays_at_the_end_of_the_prompt_without_chat(tmp_path, monkeypatch):
+    method = run_ruler_like(tmp_path, monkeypatch, chat=False)
+    assert method.questions == [RulerLike.question + RulerLike.prefix]
+
+
+def test_answer_prefix_must_end_the_prompt():
+    import pytest
+
+    with pytest.raises(ValueError, match="answer_prefix ' Answer:' does not end its prompt"):
+        Question(id="q", prompt=" Answer: x", references=[], metric="m", max_new_tokens=1, answer_prefix=" Answer:")
+
+
+def test_ruler_questions_carry_the_templates_answer_prefix(tmp_path):
+    import json
+
+    from memexp.backbones.tokenizer import ByteTokenizer
+    from memexp.benchmarks.ruler import Ruler
+    from memexp.config import RulerConfig
+
+    essay = tmp_path / "essay.json"
+    essay.write_text(json.dumps({"text": "Most good ideas look bad at first. That is why they are still available. " * 40}))
+    expected = {
+        "niah_single_2": " The special magic number for {key} mentioned in the provided text is",
+        "niah_multivalue": " The special magic numbers for {key} mentioned in the provided text are",
+        "cwe": " Answer: The top 10 words that appear most often in the list are:",
+        "fwe": " Answer: According to the coded text above, the three most frequently appeared words are:",
+    }
+    ruler = Ruler(RulerConfig(tasks=list(expected), lengths=[2200], num_samples=1, essay_path=str(essay),
+                              cache_dir=str(tmp_path / "cache")))
+    for task, prefix in expected.items():
+        q = ruler.task_examples(task, 2200, ByteTokenizer())[0].questions[0]
+        key = q.prompt.split(" for ")[1].split(" mentioned")[0] if "{key}" in prefix else ""
+        assert q.answer_prefix == prefix.format(key=key)
+        assert q.user_prompt + q.answer_prefix == q.prompt
+        assert not q.user_prompt.endswith(" ")  # the prefix keeps its leading space

@@ -107,6 +107,7 @@ class Ruler(Benchmark):
             num_samples=self.cfg.num_samples,
             max_new_tokens=self.max_new_tokens(task),
             metric=self.metric(task),
+            answer_prefix=_template(TASKS[task]).answer_prefix,
         )
         cache.save(path, key, inputs, examples)
         return examples

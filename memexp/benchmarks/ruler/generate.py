@@ -1,5 +1,16 @@
-"""From a generator to the examples of one (task, length): size the haystack once, then
-build each example, dropping `incremental` units from any that overflows (RULER's loop)."""
+"""From a generator to the examples of one (task, length): each example's haystack is the
+largest that fits the target length with that example's own draws.
+
+NVIDIA/RULER (scripts/data/synthetic/niah.py generate_samples, and its qa / vt / cwe / fwe
+siblings) bisects the haystack size once, on draws from the run's shared random stream,
+then builds every sample at that size and drops `incremental` units (500 essay words, 25
+sentences) from a sample that overflows. A sample whose needles and keys take a few more
+tokens than the searched draw's then loses a whole increment: at 16K with a BPE tokenizer,
+3 of 20 niah_multivalue and 4 of 20 niah_multiquery inputs in RULER itself. memexp searches
+per sample instead, so every input ends within one haystack unit of the target; the draws
+of a sample do not depend on its size (`sample_rng`), so its text at a given size is still
+the official generator's text for that random state.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +28,27 @@ def _too_short(task: str, length: int, size: int, tokens: int, max_new_tokens: i
     )
 
 
+def fit_sample(task: str, index: int, generator: Generator, budget: TokenBudget, *, seed: int,
+               start: int) -> tuple[int, Sample, int]:
+    """(haystack size, sample, total tokens) of sample `index` with the largest haystack
+    that fits `budget.length`. `start` is where the search begins (the previous sample's size: neighbours
+    differ by a unit or two, so the search usually takes two builds)."""
+    built: dict[int, tuple[Sample, int]] = {}
+
+    def probe(size: int) -> int:
+        sample = generator.build(index, size, sample_rng(task, seed, index))
+        built[size] = (sample, budget.total(sample))
+        return built[size][1]
+
+    try:
+        size = largest_fitting(probe, budget.length, start=start, low=generator.min_size, high=generator.max_size)
+    except TooShort as e:
+        raise _too_short(task, budget.length, e.size, e.tokens, budget.max_new_tokens) from None
+    if size == generator.max_size:
+        raise generator.exhausted(size)
+    return (size, *built[size])
+
+
 def generate_examples(
     task: str,
     length: int,
@@ -27,54 +59,32 @@ def generate_examples(
     num_samples: int,
     max_new_tokens: int,
     metric: str,
+    answer_prefix: str = "",
 ) -> list[Example]:
+    """`answer_prefix`: the task template's (unformatted) answer prefix; its first 10
+    characters locate the formatted one at the end of each prompt, as RULER's generators
+    split it off (niah.py: input_text.rfind(answer_prefix[:10]))."""
     budget = TokenBudget(tokenizer, length, max_new_tokens)
-    probed: dict[int, tuple[Sample, int]] = {}
-
-    def build(index: int, size: int) -> tuple[Sample, int]:
-        if index == 0 and size in probed:
-            return probed[size]
-        sample = generator.build(index, size, sample_rng(task, seed, index))
-        return sample, budget.total(sample)
-
-    def probe(size: int) -> int:
-        probed[size] = build(0, size)
-        return probed[size][1]
-
-    try:
-        size = largest_fitting(
-            probe, length, start=generator.incremental, low=generator.min_size, high=generator.max_size
-        )
-    except TooShort as e:
-        raise _too_short(task, length, e.size, e.tokens, max_new_tokens) from None
-    if size == generator.max_size:
-        raise generator.exhausted(size)
-
-    examples = []
+    examples, start = [], generator.incremental
     for index in range(num_samples):
-        used = size
-        sample, total = build(index, used)
-        while total > length:
-            if used == generator.min_size:
-                raise _too_short(task, length, used, total, max_new_tokens)
-            used = max(generator.min_size, used - generator.incremental)
-            sample, total = build(index, used)
-        examples.append(_example(task, length, index, sample, total, max_new_tokens, metric))
-        if index == 0:
-            probed.clear()
+        start, sample, total = fit_sample(task, index, generator, budget, seed=seed, start=start)
+        examples.append(_example(task, length, index, sample, total, max_new_tokens, metric, answer_prefix))
     return examples
 
 
 def _example(
-    task: str, length: int, index: int, sample: Sample, total: int, max_new_tokens: int, metric: str
+    task: str, length: int, index: int, sample: Sample, total: int, max_new_tokens: int, metric: str,
+    answer_prefix: str,
 ) -> Example:
     example_id = f"{task}/{length}/{index}"
+    at = sample.prompt.rfind(answer_prefix[:10]) if answer_prefix else -1
     question = Question(
         id=f"{example_id}/0",
         prompt=sample.prompt,
         references=list(sample.answers),
         metric=metric,
         max_new_tokens=max_new_tokens,
+        answer_prefix=sample.prompt[at:] if at >= 0 else "",
     )
     meta = {**sample.meta, "tokens": total}
     return Example(id=example_id, task=task, length=length, context=sample.context, questions=[question], meta=meta)

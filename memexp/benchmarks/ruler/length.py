@@ -33,6 +33,67 @@ class TokenBudget:
         return len(context) + len(prompt) + self.max_new_tokens
 
 
+class _Bracket:
+    """What the search knows: every probed size's total, the largest size known to fit and
+    the smallest known to overflow, within [low, high]."""
+
+    def __init__(self, total: Callable[[int], int], budget: int, low: int, high: Optional[int]) -> None:
+        self.total, self.budget, self.low, self.high = total, budget, low, high
+        self.tokens: dict[int, int] = {}
+        self.fits: Optional[int] = None
+        self.over: Optional[int] = None
+
+    def probe(self, size: int) -> int:
+        if size not in self.tokens:
+            self.tokens[size] = self.total(size)
+            if self.tokens[size] <= self.budget:
+                self.fits = size if self.fits is None else max(self.fits, size)
+            else:
+                self.over = size if self.over is None else min(self.over, size)
+        return self.tokens[size]
+
+    def clamp(self, size: int) -> int:
+        """`size` moved inside the open bracket (fits, over) and [low, high]."""
+        size = max(size, self.low, (self.fits or 0) + 1)
+        if self.high is not None:
+            size = min(size, self.high)
+        if self.over is not None:
+            size = min(size, self.over - 1)
+        return size
+
+    def done(self) -> bool:
+        closed = self.fits is not None and (self.over == self.fits + 1 or self.fits == self.high)
+        return closed or self.over == self.low
+
+
+def _secant(bracket: _Bracket, start: int, steps: int) -> None:
+    """A first probe gives tokens per unit; secant steps then land next to the boundary."""
+    previous = bracket.clamp(start)
+    bracket.probe(previous)
+    current = bracket.clamp(math.floor(bracket.budget * previous / max(bracket.tokens[previous], 1)))
+    for _ in range(steps):
+        if bracket.done() or current in bracket.tokens:
+            return
+        bracket.probe(current)
+        slope = (bracket.tokens[current] - bracket.tokens[previous]) / (current - previous)
+        if slope <= 0:
+            return
+        gap = math.floor((bracket.budget - bracket.tokens[current]) / slope)
+        previous, current = current, bracket.clamp(current + gap)
+
+
+def _gallop(bracket: _Bracket) -> None:
+    """Doubling steps until both a fitting and an overflowing size are known."""
+    step = 1
+    while not bracket.done() and bracket.over is None:
+        bracket.probe(bracket.clamp(bracket.fits + step))
+        step *= 2
+    step = 1
+    while not bracket.done() and bracket.fits is None:
+        bracket.probe(max(bracket.low, bracket.over - step))
+        step *= 2
+
+
 def largest_fitting(
     total: Callable[[int], int],
     budget: int,
@@ -45,57 +106,16 @@ def largest_fitting(
     about linearly with the size.
 
     RULER bisects between `incremental` and three times a first estimate (~17 probes at
-    128K). Here a first probe gives tokens per unit, secant steps land next to the
-    boundary, and a short gallop plus bisection close the bracket: about five probes,
-    each a full tokenization. Raises TooShort when even `low` overflows.
+    128K). Here secant steps from `start` land next to the boundary, and a short gallop
+    plus bisection close the bracket: about five probes, each a full tokenization, and
+    two when `start` is already the answer (the previous sample's size). Raises TooShort
+    when even `low` overflows.
     """
-    tokens: dict[int, int] = {}
-    fits: Optional[int] = None  # largest size known to fit
-    over: Optional[int] = None  # smallest size known to overflow
-
-    def probe(size: int) -> int:
-        nonlocal fits, over
-        if size not in tokens:
-            tokens[size] = total(size)
-            if tokens[size] <= budget:
-                fits = size if fits is None else max(fits, size)
-            else:
-                over = size if over is None else min(over, size)
-        return tokens[size]
-
-    def clamp(size: int) -> int:
-        size = max(size, low, (fits or 0) + 1)
-        if high is not None:
-            size = min(size, high)
-        if over is not None:
-            size = min(size, over - 1)
-        return size
-
-    def done() -> bool:
-        return (fits is not None and (over == fits + 1 or fits == high)) or over == low
-
-    previous = clamp(start)
-    probe(previous)
-    current = clamp(math.floor(budget * previous / max(tokens[previous], 1)))
-    for _ in range(secant_steps):
-        if done() or current in tokens:
-            break
-        probe(current)
-        slope = (tokens[current] - tokens[previous]) / (current - previous)
-        if slope <= 0:
-            break
-        previous, current = current, clamp(current + math.floor((budget - tokens[current]) / slope))
-
-    step = 1
-    while not done() and over is None:
-        probe(clamp(fits + step))
-        step *= 2
-    step = 1
-    while not done() and fits is None:
-        probe(max(low, over - step))
-        step *= 2
-    if fits is None:
-        raise TooShort(low, tokens[low])
-    while not done():
-        probe((fits + over) // 2)
-    return fits
+    bracket = _Bracket(total, budget, low, high)
+    _secant(bracket, start, secant_steps)
+    _gallop(bracket)
+    if bracket.fits is None:
+        raise TooShort(low, bracket.tokens[low])
+    while not bracket.done():
+        bracket.probe((bracket.fits + bracket.over) // 2)
+    return bracket.fits

@@ -24,7 +24,7 @@ class Generator(Protocol):
     it for many sizes with a fresh rng each time.
     """
 
-    incremental: int  # units dropped when an example overflows (RULER's `incremental`)
+    incremental: int  # RULER's `incremental`: where the first sample's size search starts
     min_size: int
     max_size: Optional[int]  # None: any size can be built
 
@@ -40,6 +40,6 @@ def sample_rng(task: str, seed: int, index: int) -> random.Random:
     RULER draws every example of a run from one seeded stream after its length search, so
     an example depended on how many probes the search made. Here each example owns a
     stream: the same (task, seed, index) draws the same keys and values at every length
-    and for every tokenizer, and a retry with a smaller haystack keeps them.
+    and for every tokenizer, and every size its own length search tries keeps them.
     """
     return random.Random(f"{task}/{seed}/{index}")

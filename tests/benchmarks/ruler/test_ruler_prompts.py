@@ -281,3 +281,47 @@ def test_ids_length_and_metric(make_ruler, tokenizer, task):
     assert (e.id, e.task, e.length) == (f"{task}/2200/0", task, 2200)
     assert e.questions[0].id == f"{task}/2200/0/0"
     assert e.questions[0].metric == "string_match_all"
+
+
+# Samples 1 and 2: NVIDIA/RULER niah.py generate_input_output(size) run with each sample's
+# random state (random.setstate(sample_rng(task, 42, i).getstate())) and the size memexp fitted
+# for that sample, its sent_tokenize being the Punkt splitter the tests above pin.
+MULTIVALUE_LATER = [
+    (56, "imperfect-ovary", NIAH_HEAD_PLURAL + " " + needle("imperfect-ovary", "8206295")
+     + " Most good ideas look bad at first. That is why they are still available. When Dr. Lee started her lab in "
+     "1998, nobody wanted to fund it. She kept going anyway. Was she right? Looking back, e.g. "
+     + needle("imperfect-ovary", "2955295") + "  " + needle("imperfect-ovary", "7456444")
+     + " at the patents, it is hard to argue otherwise. The U.S. market took ten years to notice. "
+     + needle("imperfect-ovary", "4289990") + " Startups work"),
+    (54, "boring-volatility", NIAH_HEAD_PLURAL + " " + needle("boring-volatility", "5312105")
+     + " Most good ideas look bad at first. " + needle("boring-volatility", "6970864")
+     + " That is why they are still available. When Dr. Lee started her lab in 1998, nobody wanted to fund it. "
+     "She kept going anyway. " + needle("boring-volatility", "1268661") + " Was she right? Looking back, e.g. "
+     + needle("boring-volatility", "5709864") + " at the patents, it is hard to argue otherwise. The U.S. market "
+     "took ten years to notice."),
+]
+
+
+def test_niah_multivalue_later_samples_are_the_official_text_each_at_its_own_size(make_ruler, tokenizer):
+    examples = make_ruler(tasks=["niah_multivalue"], lengths=[1000], num_samples=3).task_examples(
+        "niah_multivalue", 1000, tokenizer)
+    for e, (size, key, context) in zip(examples[1:], MULTIVALUE_LATER):
+        assert e.meta["size"] == size
+        assert e.context == context
+        assert e.questions[0].prompt == (
+            f"\nWhat are all the special magic numbers for {key} mentioned in the provided text? "
+            f"The special magic numbers for {key} mentioned in the provided text are")
+
+
+def test_niah_multikey_2_later_samples_draw_their_own_distractors(make_ruler, tokenizer):
+    examples = make_ruler(tasks=["niah_multikey_2"], lengths=[720], num_samples=3).task_examples(
+        "niah_multikey_2", 720, tokenizer)
+    lines = [
+        [("drab-rush", "9513223"), ("silly-neighbor", "6744603"), ("absurd-funeral", "3726323"),
+         ("torpid-cappelletti", "3535506")],
+        [("petite-selling", "4085814"), ("obedient-sermon", "2073794"), ("determined-boat", "2587264"),
+         ("exuberant-copy", "8342164")],
+    ]
+    for e, sample_lines, key in zip(examples[1:], lines, ["drab-rush", "obedient-sermon"]):
+        assert e.context == NIAH_HEAD + "\n".join(needle(k, v) for k, v in sample_lines)
+        assert e.questions[0].prompt == singular_prompt("number", key)
