@@ -50,7 +50,8 @@ PAPER = {
     "paper_longbench_v2_qwen35": {  # Table 2 / App. C.2: top-8, keep what fits, greedy to 32,768, chat
         "jobs": {("qwen35_9b", m, None) for m in ("plain", "notebank")},
         "R": 8, "chat": True,
-        "bench": {"name": "longbench_v2", "overlength": "skip", "max_new_tokens": 32768,
+        "bench": {"name": "longbench_v2", "overlength": "skip", "max_new_tokens": 32768, "max_length": 1048576,
+                  "reserve_replay": 8 * 64,
                   "domains": ["Single-Document QA", "Multi-Document QA", "Long-dialogue History Understanding"],
                   "sub_domains": ["User guide QA"]}},
     "paper_routers_ruler": {  # Table 3 / 8: routers at top-1, RULER at 1M
