@@ -15,12 +15,10 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from memexp.config import ConfigError, RunConfig, schema_node, store_schemas, validate
+from memexp.errors import command_line, exit_code, override_type_message
 from memexp.registry import BENCHES, METHODS
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-# Errors that describe what the user must fix (a bad value, a missing checkpoint or dataset):
-# one message, no traceback. Everything else is a bug and keeps its traceback.
-USER_ERRORS = ("ConfigError", "BackboneLoadError", "BenchmarkDataError", "MissingData")
 GROUPS = ("backbone", "method", "bench", "logger", "experiment", "hydra/launcher")
 
 
@@ -112,10 +110,16 @@ def check_launcher(overrides: list[str]) -> None:
 
 def preflight(overrides: list[str], multirun: bool) -> list[RunConfig]:
     """Validate every job; ConfigError names the first bad field."""
+    from memexp.run_checks import check_launcher_environment, check_run
+
     check_launcher(overrides)
+    check_launcher_environment(overrides)
     user = [o for o in overrides if not o.startswith("hydra.") and not o.startswith("hydra/")]
     jobs = sweep_jobs(user) if multirun else [user]
-    return [load_config(job) for job in jobs]
+    cfgs = [load_config(job) for job in jobs]
+    for cfg in cfgs:
+        check_run(cfg)
+    return cfgs
 
 
 def _hydra_message(e: Exception, overrides: list[str]) -> str:
@@ -131,7 +135,7 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
     cause = e.__cause__
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
         # a value the schema's type rejects while composing, e.g. method.chunk_size=abc
-        return f"{cause.full_key}: {str(cause).splitlines()[0]}"
+        return override_type_message(cause.full_key, str(cause).splitlines()[0], overrides)
     m = re.search(r"Could not override '([^']+)'", text)
     if m:
         key = m.group(1)
@@ -165,11 +169,8 @@ def hydra_run(argv: list[str]) -> int:
         group = Path(hc.sweep.dir).name if hc.mode.name == "MULTIRUN" else None
         try:
             run(validate(cfg), sweep_group=group)
-        except Exception as e:
-            if type(e).__name__ not in USER_ERRORS:
-                raise
-            print(f"memexp: {str(e).strip()}", file=sys.stderr)
-            raise SystemExit(1) from None
+        except BaseException as e:  # one line for what the user can fix (memexp.errors); bugs re-raise
+            raise SystemExit(exit_code(e, command_line("run", argv))) from None
 
     store_options()
     saved = sys.argv

@@ -19,25 +19,47 @@ from tqdm import tqdm
 from memexp.backbones.base import chat_split
 from memexp.benchmarks import build_benchmark
 from memexp.benchmarks.base import Benchmark, Example, Question
+from memexp.benchmarks.skipped_rows import SkippedRows, collecting
 from memexp.config import RunConfig
+from memexp.errors import RunInterrupted
 from memexp.methods.base import Answer, Memory
-from memexp.records import Record, RunFolder, format_table, run_folder, summarize
+from memexp.records import Record, RunFolder, folder_path, format_table, summarize
+from memexp.run_identity import run_key, write_provenance
+from memexp.run_lock import RunLock
 from memexp.tracking import make_sink
 
 
 def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
-    """Run (or resume) one configuration; returns the summary."""
-    from memexp.backbones import load_backbone
-    from memexp.dispatch import set_kernels
-    from memexp.methods import build_method
+    """Run (or resume) one configuration; returns the summary.
 
+    The folder is named by the run's identity (memexp.run_identity) and held by one process at a
+    time (memexp.run_lock); Ctrl-C ends in RunInterrupted, which says what was recorded."""
+    from memexp.dispatch import set_kernels
+    from memexp.run_checks import check_run
+
+    check_run(cfg)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     set_kernels(cfg.kernels)
-    cfg_dict = asdict(cfg)
-    folder = RunFolder(run_folder(cfg))
-    folder.prepare(cfg_dict)
-    done = folder.records()
+    key, ident = run_key(cfg)
+    folder = RunFolder(folder_path(cfg, key))
+    folder.path.mkdir(parents=True, exist_ok=True)
+    with RunLock(folder.path, wait=cfg.wait_for_lock), collecting(cfg.strict_data) as skipped:
+        folder.prepare(asdict(cfg))
+        write_provenance(folder.path, ident)
+        try:
+            return _run_in(folder, cfg, sweep_group, skipped)
+        except KeyboardInterrupt:
+            recorded = folder.records_path.read_bytes().count(b"\n") if folder.records_path.exists() else 0
+            raise RunInterrupted(folder.path, recorded) from None
+
+
+def _run_in(folder: RunFolder, cfg: RunConfig, sweep_group: str | None, skipped: SkippedRows) -> dict:
+    """The run itself, in its prepared and locked folder."""
+    from memexp.backbones import load_backbone
+    from memexp.methods import build_method
+
+    done = folder.records(repair=cfg.records_repair)
     done_keys = {r.key for r in done}
     print(f"[memexp] run folder: {folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
 
@@ -50,17 +72,18 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
     if total is None:
         examples = list(examples)
         total = len(examples)
+    expected = total  # every example of the configured benchmark: what `complete` asks for
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
     costs = _record_costs_fn(cfg, backbone)
 
     tags = [f"backbone:{cfg.backbone.name}", f"method:{cfg.method.name}", f"bench:{cfg.bench.name}"]
-    sink = make_sink(cfg.logger, folder.path, cfg_dict, name=folder.path.name, tags=tags,
+    sink = make_sink(cfg.logger, folder.path, asdict(cfg), name=folder.path.name, tags=tags,
                      group=sweep_group, run_id=folder.read_text("wandb_id.txt"))
     if getattr(sink, "run_id", None):
         folder.write_text("wandb_id.txt", sink.run_id)
     records = list(done)
-    seen = {"examples": 0, "questions": 0}
+    seen = {"examples": 0, "questions": 0, "expected": expected, "skipped": skipped}
     try:
         bar = tqdm(total=total, unit="ex", disable=not cfg.progress, dynamic_ncols=True, file=sys.stderr)
         for ex in examples:
@@ -81,12 +104,22 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
         folder.write_summary(summary)
         sink.finish(summary)
     except BaseException:
-        if records:
-            folder.write_summary(_summary(records, bench, seen))
+        _summary_on_failure(folder, records, bench, seen)
         raise
     title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
     print(format_table(summary, title))
     return summary
+
+
+def _summary_on_failure(folder: RunFolder, records: list[Record], bench: Benchmark, seen: dict) -> None:
+    """The partial summary (complete: false) of a run that stops; best effort, since the failure
+    may be the disk itself, and the error that stopped the run is the one to report."""
+    if not records:
+        return
+    try:
+        folder.write_summary(_summary(records, bench, seen))
+    except OSError:
+        pass
 
 
 def _chat_applies(ex: Example, chat: bool) -> bool:
@@ -147,10 +180,13 @@ def answer_record(ex: Example, q: Question, prediction: str, score: float, conte
 
 
 def _summary(records: list[Record], bench: Benchmark, seen: dict) -> dict:
-    """`seen`: examples and questions the benchmark yielded so far (all of them at the end)."""
+    """`seen`: examples and questions the benchmark yielded so far (all of them at the end), the
+    examples the configured benchmark has, and the rows its loader skipped."""
     summary = summarize(records)
     summary["num_examples"] = seen["examples"]
-    summary["complete"] = summary["num_questions"] == seen["questions"]
+    summary["expected_examples"] = seen["expected"]
+    summary["complete"] = seen["examples"] == seen["expected"] and summary["num_questions"] == seen["questions"]
+    summary["skipped_rows"] = seen["skipped"].summary()
     for key, value in bench.aggregate(records).items():
         summary[f"aggregate/{key}"] = value
     return summary
