@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from memexp.config import ConfigError, RunConfig
@@ -48,16 +49,17 @@ def check_machine(cfg: RunConfig) -> None:
 
 
 def check_writable(field: str, folder: str) -> None:
-    """`folder`, or the nearest existing folder above it, can be written (created files and all)."""
-    path = Path(folder).expanduser().absolute()
-    probe = path
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ConfigError(f"{field}={folder}: {probe} is a file, not a folder; choose another {field}")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{field}={folder}: {probe} is not writable (read-only or no permission); "
-                          f"choose a writable {field}")
+    """`folder` exists (created here if need be) and takes a new file: asking the file system is the
+    only sure test (permissions, a read-only mount, root on a pseudo file system all differ)."""
+    path = Path(folder).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".memexp-write-test-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise ConfigError(f"{field}={folder}: cannot write there ({e.strerror or e}); choose a writable "
+                          f"{field}") from None
 
 
 def longest_context(bench) -> tuple[int, str] | None:
