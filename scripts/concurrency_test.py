@@ -26,13 +26,19 @@ def main() -> int:
     a = p.parse_args()
     out = Path(tempfile.mkdtemp(prefix="memexp-concurrency-")) / "runs"
     t0 = time.perf_counter()
-    procs = [subprocess.Popen(args_for(out, a.samples), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    procs = [subprocess.Popen(args_for(out, a.samples), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True) for _ in range(a.processes)]
+    ended: dict[int, float] = {}
+    while len(ended) < len(procs):
+        for i, proc in enumerate(procs):
+            if i not in ended and proc.poll() is not None:
+                ended[i] = round(time.perf_counter() - t0, 1)
+        time.sleep(0.05)
     results = []
-    for proc in procs:
-        _, err = proc.communicate()
+    for i, proc in enumerate(procs):
+        err = proc.stderr.read()
         lines = [line for line in err.splitlines() if line.startswith("memexp: ")]
-        results.append((proc.returncode, round(time.perf_counter() - t0, 1), lines))
+        results.append((proc.returncode, ended[i], lines))
     recs = [json.loads(line) for line in (folder(out) / "records.jsonl").read_text().splitlines()]
     keys = [(r["example_id"], r["question_id"]) for r in recs]
     for code, seconds, lines in results:

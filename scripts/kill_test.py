@@ -1,10 +1,11 @@
 """SIGKILL a tiny run at random moments, resume it each time, and compare with an uninterrupted run.
 
-    OMP_NUM_THREADS=1 python scripts/kill_test.py --kills 20 --samples 12 --seed 0
+    OMP_NUM_THREADS=1 python scripts/kill_test.py --kills 20 --samples 40 --seed 0
 
-Each round starts `python -m memexp run` on the tiny random GDN, kills its process group with SIGKILL
-after a random delay (uniform in [0, --max-delay] seconds: during start-up, model load or mid-record
-write), and starts again; once the kills are spent the run is resumed to the end. Records (without
+Each round starts `python -m memexp run` on the tiny random GDN, waits until 0, 1 or 2 more records
+are on disk (drawn at random), then a random delay of up to one record's time (the mean time per
+record of the uninterrupted run), and kills its process group with SIGKILL: kills land during start-up,
+model load, generation and the record write alike, and every round leaves work for the next; once the kills are spent the run is resumed to the end. Records (without
 wall-clock fields) and summary.json must equal those of one uninterrupted run; the script prints the
 figures and exits 1 on any difference.
 """
@@ -38,6 +39,11 @@ def folder(out: Path) -> Path:
     return path
 
 
+def count(out: Path) -> int:
+    recs = list(out.rglob("records.jsonl"))
+    return recs[0].read_bytes().count(b"\n") if recs else 0
+
+
 def stable_records(path: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
             for line in (path / "records.jsonl").read_text().splitlines()]
@@ -46,30 +52,35 @@ def stable_records(path: Path) -> list[dict]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kills", type=int, default=20)
-    p.add_argument("--samples", type=int, default=12)
-    p.add_argument("--max-delay", type=float, default=8.0)
+    p.add_argument("--samples", type=int, default=40)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     rng = random.Random(a.seed)
     work = Path(tempfile.mkdtemp(prefix="memexp-kill-"))
+    t0 = time.perf_counter()
     subprocess.run(args_for(work / "whole", a.samples), env=ENV, check=True, capture_output=True)
+    whole_seconds = time.perf_counter() - t0
+    timed = [json.loads(line)["seconds"] for line in (folder(work / "whole") / "records.jsonl").read_text().splitlines()]
+    per_record = sum(sum(v for k, v in t.items() if "/" not in k) for t in timed) / len(timed)
     killed, progress = work / "killed", []
     for _ in range(a.kills):
         proc = subprocess.Popen(args_for(killed, a.samples), env=ENV, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(rng.uniform(0, a.max_delay))
+        target = min(count(killed) + rng.randint(0, 2), a.samples - 1)
+        while proc.poll() is None and count(killed) < target:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, per_record))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        recs = list(killed.rglob("records.jsonl"))
-        progress.append(recs[0].read_bytes().count(b"\n") if recs else 0)
+        progress.append(count(killed))
     subprocess.run(args_for(killed, a.samples), env=ENV, check=True, capture_output=True)
     whole, resumed = folder(work / "whole"), folder(killed)
     rw, rk = stable_records(whole), stable_records(resumed)
     keys = [(r["example_id"], r["question_id"]) for r in rk]
     same_summary = json.loads((whole / "summary.json").read_text()) == json.loads((resumed / "summary.json").read_text())
     lost = len({(r["example_id"], r["question_id"]) for r in rw} - set(keys))
-    print(f"kills: {a.kills}; records on disk after each kill: {progress}")
+    print(f"uninterrupted run: {whole_seconds:.1f} s ({per_record:.3f} s per record); kills: {a.kills}; records on disk after each kill: {progress}")
     print(f"records: uninterrupted {len(rw)}, resumed {len(rk)}; lost {lost}; duplicated {len(keys) - len(set(keys))}; "
           f"same folder name: {whole.name == resumed.name}; identical records: {rw == rk}; "
           f"identical summary: {same_summary}")
