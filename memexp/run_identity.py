@@ -88,9 +88,18 @@ def _looks_like_hub_id(value: str) -> bool:
     return bool(value) and not value.startswith(("/", ".", "~")) and value.count("/") <= 1 and "\\" not in value
 
 
-def hub_fingerprint(repo_id: str, revision: str | None) -> dict[str, Any]:
+def hub_fingerprint(repo_id: str, revision: str | None, fetch: bool = False) -> dict[str, Any]:
     """The commit of the cached snapshot of `repo_id` when there is one (it names the files
-    exactly), else the id and the revision as asked; never a network call."""
+    exactly), else the id and the revision as asked. Only with `fetch` (the runner, which would
+    download the checkpoint moments later anyway) is a missing snapshot downloaded first, so that
+    a first run cut short resumes in the folder its second start computes."""
+    if fetch:
+        try:
+            from memexp.backbones.loading import resolve_pretrained
+
+            resolve_pretrained(repo_id, revision)
+        except Exception:  # offline without files, or a bad id: loading says so in one line
+            pass
     try:
         from huggingface_hub import try_to_load_from_cache
 
@@ -102,7 +111,7 @@ def hub_fingerprint(repo_id: str, revision: str | None) -> dict[str, Any]:
     return {"hub": repo_id, "revision": revision}
 
 
-def _identify(value: Any, key: str, parent: dict) -> Any:
+def _identify(value: Any, key: str, parent: dict, fetch: bool) -> Any:
     """A config leaf as it enters the key: local paths by content, hub ids by snapshot."""
     if not isinstance(value, str) or not value:
         return value
@@ -111,19 +120,19 @@ def _identify(value: Any, key: str, parent: dict) -> Any:
     if pathlike and path.exists():
         return path_fingerprint(path)
     if key in HUB_FIELDS and _looks_like_hub_id(value) and value != "byte":
-        return hub_fingerprint(value, parent.get("revision"))
+        return hub_fingerprint(value, parent.get("revision"), fetch and key == "pretrained")
     return value
 
 
-def _walk(node: Any, key: str = "", parent: dict | None = None) -> Any:
+def _walk(node: Any, fetch: bool, key: str = "", parent: dict | None = None) -> Any:
     if isinstance(node, dict):
-        return {k: _walk(v, k, node) for k, v in node.items() if k not in LOCATION_FIELDS}
+        return {k: _walk(v, fetch, k, node) for k, v in node.items() if k not in LOCATION_FIELDS}
     if isinstance(node, list):
-        return [_walk(v, key, parent or {}) for v in node]
-    return _identify(node, key, parent or {})
+        return [_walk(v, fetch, key, parent or {}) for v in node]
+    return _identify(node, key, parent or {}, fetch)
 
 
-def identity(cfg_dict: dict) -> dict[str, Any]:
+def identity(cfg_dict: dict, fetch: bool = False) -> dict[str, Any]:
     """Everything the folder key hashes (also written to provenance.json, to explain a new folder)."""
     from memexp.benchmarks.metrics import VERSION as METRICS_VERSION
     from memexp.registry import BENCHES
@@ -133,7 +142,7 @@ def identity(cfg_dict: dict) -> dict[str, Any]:
     entry = BENCHES.get(bench) if bench in BENCHES else None
     return {
         "identity_version": IDENTITY_VERSION,
-        "config": _walk(semantic),
+        "config": _walk(semantic, fetch),
         "bench_version": entry.meta.get("version") if entry is not None else None,
         "metrics_version": METRICS_VERSION,
     }
@@ -144,9 +153,9 @@ def identity_hash(ident: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
-def run_key(cfg) -> tuple[str, dict]:
-    """(folder key, what it hashes) of a RunConfig."""
-    ident = identity(asdict(cfg))
+def run_key(cfg, fetch: bool = False) -> tuple[str, dict]:
+    """(folder key, what it hashes) of a RunConfig (`fetch`: see `hub_fingerprint`)."""
+    ident = identity(asdict(cfg), fetch)
     return identity_hash(ident), ident
 
 

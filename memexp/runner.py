@@ -23,7 +23,7 @@ from memexp.benchmarks.skipped_rows import SkippedRows, collecting
 from memexp.config import RunConfig
 from memexp.errors import RunInterrupted
 from memexp.methods.base import Answer, Memory
-from memexp.records import Record, RunFolder, folder_path, format_table, summarize
+from memexp.records import Record, RunFolder, folder_path, format_table, run_folder, summarize  # noqa: F401 (re-exported)
 from memexp.run_identity import run_key, write_provenance
 from memexp.run_lock import RunLock
 from memexp.tracking import make_sink
@@ -41,7 +41,7 @@ def run(cfg: RunConfig, sweep_group: str | None = None) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     set_kernels(cfg.kernels)
-    key, ident = run_key(cfg)
+    key, ident = run_key(cfg, fetch=True)
     folder = RunFolder(folder_path(cfg, key))
     folder.path.mkdir(parents=True, exist_ok=True)
     with RunLock(folder.path, wait=cfg.wait_for_lock), collecting(cfg.strict_data) as skipped:
