@@ -145,16 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[command](rest)
-    except ConfigError as e:
-        print(f"memexp: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:
-        from memexp.app import USER_ERRORS
+    except BaseException as e:  # one line for what the user can fix (memexp.errors); bugs re-raise
+        from memexp.errors import command_line, exit_code
 
-        if type(e).__name__ not in USER_ERRORS:
-            raise
-        print(f"memexp: {str(e).strip()}", file=sys.stderr)
-        return 1
+        return exit_code(e, command_line(command, rest))
 
 
 if __name__ == "__main__":

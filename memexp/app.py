@@ -15,15 +15,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from memexp.config import ConfigError, RunConfig, schema_node, store_schemas, validate
+from memexp.errors import command_line, exit_code, override_type_message
 from memexp.registry import BENCHES, METHODS
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 # The configs ship inside the package: Hydra finds them by module, from any folder, in a checkout
 # and in an installed wheel alike.
 PRIMARY = "pkg://memexp.conf"
-# Errors that describe what the user must fix (a bad value, a missing checkpoint or dataset):
-# one message, no traceback. Everything else is a bug and keeps its traceback.
-USER_ERRORS = ("ConfigError", "BackboneLoadError", "BenchmarkDataError", "MissingData")
 GROUPS = ("backbone", "method", "bench", "logger", "experiment", "hparams_search", "paths", "hydra/launcher")
 # Launchers that come from a Hydra plugin rather than a YAML here: option -> (plugin module, extra)
 PLUGIN_LAUNCHERS = {"joblib": ("joblib", "hydra-joblib-launcher", "sweep"),
@@ -165,8 +163,10 @@ def preflight(overrides: list[str], multirun: bool, **where: str | None) -> list
     import os
 
     from memexp.jobs import SWEEP_JOBS_ENV
+    from memexp.run_checks import check_launcher_environment, check_run
 
     check_launcher(overrides)
+    check_launcher_environment(overrides)
     parsed = _parse(overrides)
     fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
     base = compose(fixed, with_hydra=True, **where)
@@ -175,7 +175,9 @@ def preflight(overrides: list[str], multirun: bool, **where: str | None) -> list
     if swept and not multirun:
         raise ConfigError(f"{swept[0].input_line}: a sweep; add -m (--multirun) to run each value")
     if not multirun:
-        return [validate(_without_hydra(base))]
+        cfgs = [validate(_without_hydra(base))]
+        check_run(cfgs[0])
+        return cfgs
     sweeper = base.hydra.sweeper
     params = OmegaConf.to_container(sweeper.params) if sweeper.get("params") else {}
     if str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
@@ -185,7 +187,10 @@ def preflight(overrides: list[str], multirun: bool, **where: str | None) -> list
         samples = swept + _parse([f"{k}={v}" for k, v in params.items() if k not in given])
         jobs = [fixed + [f"{o.get_key_element()}={_first_value(o)}" for o in samples]]
     os.environ[SWEEP_JOBS_ENV] = str(len(jobs) if len(jobs) > 1 else sweeper.get("n_jobs") or 1)
-    return [load_config(job, **where) for job in jobs]
+    cfgs = [load_config(job, **where) for job in jobs]
+    for cfg in cfgs:
+        check_run(cfg)
+    return cfgs
 
 
 def _without_hydra(cfg: DictConfig) -> DictConfig:
@@ -207,7 +212,7 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
     cause = e.__cause__
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
         # a value the schema's type rejects while composing, e.g. method.chunk_size=abc
-        return f"{cause.full_key}: {str(cause).splitlines()[0]}"
+        return override_type_message(cause.full_key, str(cause).splitlines()[0], overrides)
     m = re.search(r"Could not override '([^']+)'", text)
     if m:
         key = m.group(1)
@@ -251,11 +256,8 @@ def run_job(cfg: DictConfig) -> float:
         summary = run(rc, sweep_group=Path(hc.sweep.dir).name if multirun else None,
                       labels=label_overrides(hc.overrides.task, _swept() if multirun else None))
         return metric_value(summary, rc.metric)
-    except Exception as e:
-        if type(e).__name__ not in USER_ERRORS:
-            raise
-        print(f"memexp: {str(e).strip()}", file=sys.stderr)
-        raise SystemExit(1) from None
+    except BaseException as e:  # one line for what the user can fix (memexp.errors); bugs re-raise
+        raise SystemExit(exit_code(e, command_line("run", sys.argv[1:]))) from None
 
 
 SWEPT_ENV = "MEMEXP_SWEPT_KEYS"  # the fields a sweep varies, handed to its jobs (W&B run names)

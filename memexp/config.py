@@ -182,6 +182,9 @@ class RunConfig:
     # the summary value a run returns to Hydra's sweeper (Optuna maximises it): a summary.json key,
     # or a path into it such as by_length/4096
     metric: str = "overall"
+    wait_for_lock: bool = False  # another process holds the run folder: wait for it instead of stopping
+    records_repair: bool = False  # move corrupt lines of records.jsonl to records.bad.jsonl and go on
+    strict_data: bool = False  # a data row a loader would skip stops the run instead
 
     def __post_init__(self) -> None:
         _choice("kernels", self.kernels, ("auto", "triton", "torch"))
@@ -268,7 +271,8 @@ def validate(cfg: DictConfig) -> RunConfig:
         rest = OmegaConf.to_object(OmegaConf.merge(OmegaConf.create({k: v for k, v in top.items()})))
     except OmegaConfBaseException as e:
         raise ConfigError(str(e).splitlines()[0]) from None
-    for key, kind in (("kernels", str), ("output_dir", str), ("progress", bool), ("metric", str)):
+    for key, kind in (("kernels", str), ("output_dir", str), ("progress", bool), ("metric", str),
+                      ("wait_for_lock", bool), ("records_repair", bool), ("strict_data", bool)):
         if key in rest and not isinstance(rest[key], kind):
             raise ConfigError(f"{key}={rest[key]!r}: expected {kind.__name__}")
     for key in ("threads", "max_examples"):

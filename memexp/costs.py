@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memexp.checkpoint_shapes import BackboneShapes, shapes_for
-from memexp.config import MethodConfig, NoteBankConfig, RunConfig
+from memexp.config import ConfigError, MethodConfig, NoteBankConfig, RunConfig
 
 MIB = 2**20
 GIB = 2**30
@@ -192,6 +192,8 @@ def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QU
     recorded means to reproduce a measured setting. Precision is bf16 unless
     backbone.dtype=float32. All figures are plain numbers (FLOPs, bytes) for `--json`.
     """
+    _check_counts(length=length, question_tokens=question_tokens, output_tokens=output_tokens,
+                  replay_tokens=replay_tokens, notes=notes, archived_tokens=archived_tokens, helper_bytes=helper_bytes)
     shapes = shapes_for(run_cfg.backbone)
     nb = run_cfg.method if isinstance(run_cfg.method, NoteBankConfig) else None
     n = _counts(nb, length, question_tokens, output_tokens, replay_tokens, notes, archived_tokens)
@@ -304,3 +306,12 @@ def format_cost_table(report: dict[str, Any]) -> str:
         rows.append(("note", report["note"]))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" if k else "" for k, v in rows)
+
+
+def _check_counts(**counts: float | None) -> None:
+    """Token and byte counts of `cost_report`: a context has at least one token, nothing is negative
+    (a negative count gave negative FLOPs)."""
+    for name, value in counts.items():
+        low = 1 if name == "length" else 0
+        if value is not None and value < low:
+            raise ConfigError(f"{name}={value}: must be a number >= {low}")

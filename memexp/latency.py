@@ -224,6 +224,9 @@ def main(argv: list[str]) -> int:
         new_tokens = int(_pop(argv, "new_tokens", "32"))
     except ValueError as e:
         raise ConfigError(f"latency options: {e}") from None
+    for name, values in (("lengths", lengths), ("repeats", [repeats]), ("new_tokens", [new_tokens])):
+        if min(values) < 1:
+            raise ConfigError(f"{name}={min(values)}: must be an integer >= 1")
     source = _pop(argv, "inputs", "ruler")
     if source not in ("ruler", "synthetic"):
         raise ConfigError(f"inputs={source!r}: allowed values are ruler, synthetic")

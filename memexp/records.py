@@ -2,7 +2,10 @@
 
 A record is written as one line with a single append and fsync, so a run killed at any
 moment leaves at most a partial last line; loading drops it and truncates the file back to
-the last complete record, so the next append never glues onto garbage.
+the last complete record, so the next append never glues onto garbage. A complete line that is
+not a record (a disk error, an edit by hand) is never dropped in silence: loading stops with
+`RecordsCorruptError` naming the file and line, or, with `repair=True`, moves every bad line to
+records.bad.jsonl and keeps every good record.
 
 In memory a record is a `Record`. Its JSON object (`Record.to_json` / `Record.from_json`, the
 one conversion) is what `RunFolder.load_records` returns and what `RunFolder.append` and
@@ -11,18 +14,16 @@ one conversion) is what `RunFolder.load_records` returns and what `RunFolder.app
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import yaml
 
-# Fields that change how a run is watched or scheduled, not what it computes.
-_NOT_IN_HASH = ("logger", "progress", "threads", "output_dir", "max_examples", "kernels", "paths", "metric")
+from memexp.atomic import atomic_write
 
 
 @dataclass(kw_only=True)
@@ -71,20 +72,25 @@ _OPTIONAL = ("question", "costs")
 
 
 def config_hash(cfg_dict: dict) -> str:
-    """Short, stable hash of everything that determines the results."""
-    semantic = {k: v for k, v in cfg_dict.items() if k not in _NOT_IN_HASH}
-    bench = semantic.get("bench")
-    if isinstance(bench, dict) and "shard" in bench and bench["shard"] is None:
-        # unsharded runs keep the folders they had before bench.shard existed
-        semantic["bench"] = {k: v for k, v in bench.items() if k != "shard"}
-    blob = json.dumps(semantic, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+    """Short, stable hash of everything that determines the results (memexp.run_identity)."""
+    from memexp.run_identity import identity, identity_hash
+
+    return identity_hash(identity(cfg_dict))
 
 
 def run_folder(cfg) -> Path:
-    """outputs/runs/<bench>/<backbone>/<method>/<hash>, deterministic from the config."""
-    d = asdict(cfg)
-    return Path(cfg.output_dir) / cfg.bench.name / cfg.backbone.name / cfg.method.name / config_hash(d)
+    """outputs/runs/<bench>/<backbone>/<method>/<key>, the key from the run's identity."""
+    from memexp.run_identity import run_key
+
+    return folder_path(cfg, run_key(cfg)[0])
+
+
+def folder_path(cfg, key: str) -> Path:
+    return Path(cfg.output_dir) / cfg.bench.name / cfg.backbone.name / cfg.method.name / key
+
+
+class RecordsCorruptError(RuntimeError):
+    """A complete line of records.jsonl is not a record; one line naming the file, the line and the fix."""
 
 
 class RunFolder:
@@ -95,38 +101,57 @@ class RunFolder:
 
     def prepare(self, cfg_dict: dict) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.path / "config.yaml", yaml.safe_dump(cfg_dict, sort_keys=False))
+        atomic_write(self.path / "config.yaml", yaml.safe_dump(cfg_dict, sort_keys=False))
 
-    def records(self) -> list[Record]:
+    def records(self, repair: bool = False) -> list[Record]:
         """Complete records already on disk, first of each key (see `load_records`)."""
-        return [Record.from_json(obj) for obj in self.load_records()]
+        return [Record.from_json(obj) for obj in self.load_records(repair)]
 
-    def load_records(self) -> list[dict]:
+    def load_records(self, repair: bool = False) -> list[dict]:
         """JSON objects of the complete records already on disk, the first of each key; a partial
-        trailing line is cut off the file."""
+        trailing line is cut off the file. A complete line that is not a record raises
+        RecordsCorruptError, or with `repair` goes to records.bad.jsonl (see the module docstring)."""
         if not self.records_path.exists():
             return []
         raw = self.records_path.read_bytes()
         good_end = raw.rfind(b"\n") + 1
-        records, seen, keep_end = [], set(), 0
-        offset = 0
-        for line in raw[:good_end].splitlines(keepends=True):
-            offset += len(line)
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                break
+        if good_end != len(raw):  # a torn last line: the one write a kill can cut short
+            with open(self.records_path, "r+b") as f:
+                f.truncate(good_end)
+                f.flush()
+                os.fsync(f.fileno())
+        records, seen, bad = [], set(), []
+        for number, line in enumerate(raw[:good_end].splitlines(keepends=True), start=1):
+            problem, rec = _parse_record(line)
+            if problem is not None:
+                if not repair:
+                    raise RecordsCorruptError(
+                        f"{self.records_path}:{number}: not a record ({problem}); rerun with records_repair=true to "
+                        f"move bad lines to {self.bad_path.name} and keep every good record")
+                bad.append(line)
+                continue
             key = record_key(rec)
             if key not in seen:
                 seen.add(key)
                 records.append(rec)
-            keep_end = offset
-        if keep_end != len(raw):
-            with open(self.records_path, "r+b") as f:
-                f.truncate(keep_end)
-                f.flush()
-                os.fsync(f.fileno())
+        if bad:
+            self._move_bad_lines(raw[:good_end], bad)
         return records
+
+    @property
+    def bad_path(self) -> Path:
+        return self.path / "records.bad.jsonl"
+
+    def _move_bad_lines(self, raw: bytes, bad: list[bytes]) -> None:
+        """Append `bad` to records.bad.jsonl (synced first, so a kill never loses a line), then
+        rewrite records.jsonl without them."""
+        with open(self.bad_path, "ab") as f:
+            f.write(b"".join(bad))
+            f.flush()
+            os.fsync(f.fileno())
+        drop = set(bad)
+        kept = b"".join(line for line in raw.splitlines(keepends=True) if line not in drop)
+        atomic_write(self.records_path, kept)
 
     def append(self, record: Record | Mapping[str, Any]) -> None:
         obj = record.to_json() if isinstance(record, Record) else record
@@ -139,14 +164,14 @@ class RunFolder:
             os.close(fd)
 
     def write_summary(self, summary: dict) -> None:
-        _atomic_write(self.summary_path, json.dumps(summary, indent=2, default=_jsonable) + "\n")
+        atomic_write(self.summary_path, json.dumps(summary, indent=2, default=_jsonable) + "\n")
 
     def read_text(self, name: str) -> str | None:
         p = self.path / name
         return p.read_text().strip() if p.exists() else None
 
     def write_text(self, name: str, text: str) -> None:
-        _atomic_write(self.path / name, text)
+        atomic_write(self.path / name, text)
 
 
 def record_key(rec: Mapping[str, Any]) -> tuple[str, str]:
@@ -220,7 +245,21 @@ def format_table(summary: dict, title: str = "") -> str:
         costs.append(f"persistent storage {summary['mean_storage_bytes'] / 2**20:.3g} MiB")
     if costs:
         lines.append("(analytical: " + "; ".join(costs) + ")")
+    lines.extend(_status_lines(summary))
     return "\n".join(lines)
+
+
+def _status_lines(summary: dict) -> list[str]:
+    """What the table does not show: skipped data rows, and a run that stopped short."""
+    out = []
+    skipped = summary.get("skipped_rows") or {}
+    if skipped.get("total"):
+        reasons = "; ".join(f"{reason} ({item['count']})" for reason, item in skipped["by_reason"].items())
+        out.append(f"skipped data rows: {skipped['total']} ({reasons}); files and lines in summary.json")
+    if summary.get("complete") is False:
+        out.append(f"incomplete: {summary.get('num_examples')} examples of the benchmark's "
+                   f"{summary.get('expected_examples', '?')} read")
+    return out
 
 
 def _length_order(length: str):
@@ -230,13 +269,21 @@ def _length_order(length: str):
         return (1, 0, length)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+
+
+def _parse_record(line: bytes) -> tuple[str | None, dict | None]:
+    """(None, the record's JSON object), or (what is wrong with the line, None)."""
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return f"invalid JSON: {getattr(e, 'msg', e)}", None
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__}, not an object", None
+    try:
+        Record.from_json(obj)
+    except (TypeError, ValueError) as e:
+        return str(e).splitlines()[0], None
+    return None, obj
 
 
 def _jsonable(x: Any) -> Any:

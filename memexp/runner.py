@@ -20,26 +20,49 @@ from memexp import shards
 from memexp.backbones.base import chat_split
 from memexp.benchmarks import build_benchmark
 from memexp.benchmarks.base import Benchmark, Example, Question
+from memexp.benchmarks.skipped_rows import SkippedRows, collecting
 from memexp.config import RunConfig
+from memexp.errors import RunInterrupted
 from memexp.methods.base import Answer, Memory
-from memexp.records import Record, RunFolder, format_table, run_folder, summarize
+from memexp.records import Record, RunFolder, folder_path, format_table, run_folder, summarize  # noqa: F401 (re-exported)
+from memexp.run_identity import run_key, write_provenance
+from memexp.run_lock import RunLock
 from memexp.tracking import make_sink
 
 
 def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None = None) -> dict:
     """Run (or resume) one configuration; returns the summary. `labels`: the `field=value`s that
-    tell this run apart in the logger (memexp.tracking.label_overrides)."""
-    from memexp.backbones import load_backbone
-    from memexp.dispatch import set_kernels
-    from memexp.methods import build_method
+    tell this run apart in the logger (memexp.tracking.label_overrides).
 
+    The folder is named by the run's identity (memexp.run_identity) and held by one process at a
+    time (memexp.run_lock); Ctrl-C ends in RunInterrupted, which says what was recorded."""
+    from memexp.dispatch import set_kernels
+    from memexp.run_checks import check_run
+
+    check_run(cfg)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     set_kernels(cfg.kernels)
-    cfg_dict = asdict(cfg)
-    folder = RunFolder(run_folder(cfg))
-    folder.prepare(cfg_dict)
-    done = folder.records()
+    key, ident = run_key(cfg, fetch=True)
+    folder = RunFolder(folder_path(cfg, key))
+    folder.path.mkdir(parents=True, exist_ok=True)
+    with RunLock(folder.path, wait=cfg.wait_for_lock), collecting(cfg.strict_data) as skipped:
+        folder.prepare(asdict(cfg))
+        write_provenance(folder.path, ident)
+        try:
+            return _run_in(folder, cfg, sweep_group, labels, skipped)
+        except KeyboardInterrupt:
+            recorded = folder.records_path.read_bytes().count(b"\n") if folder.records_path.exists() else 0
+            raise RunInterrupted(folder.path, recorded) from None
+
+
+def _run_in(folder: RunFolder, cfg: RunConfig, sweep_group: str | None, labels: list[str] | None,
+            skipped: SkippedRows) -> dict:
+    """The run itself, in its prepared and locked folder."""
+    from memexp.backbones import load_backbone
+    from memexp.methods import build_method
+
+    done = folder.records(repair=cfg.records_repair)
     done_keys = {r.key for r in done}
     print(f"[memexp] run folder: {folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
 
@@ -54,17 +77,17 @@ def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None
         total = len(examples)
     shard = cfg.bench.shard
     examples, total = shards.select(examples, total, shard)
-    available = total
+    expected = total  # every example of the configured benchmark (shard): what `complete` asks for
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
     costs = record_costs_fn(cfg, backbone)
 
-    sink = make_sink(cfg.logger, folder.path, cfg_dict, group=sweep_group, run_id=folder.read_text("wandb_id.txt"),
-                     labels=labels, expected_examples=available)
+    sink = make_sink(cfg.logger, folder.path, asdict(cfg), group=sweep_group, run_id=folder.read_text("wandb_id.txt"),
+                     labels=labels, expected_examples=expected)
     if getattr(sink, "run_id", None):
         folder.write_text("wandb_id.txt", sink.run_id)
     records = list(done)
-    seen = {"examples": 0, "questions": 0}
+    seen = {"examples": 0, "questions": 0, "expected": expected, "skipped": skipped, "shard": shard}
     try:
         bar = tqdm(total=total, unit="ex", disable=not cfg.progress, dynamic_ncols=True, file=sys.stderr)
         for ex in examples:
@@ -81,18 +104,29 @@ def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None
             if records:
                 bar.set_postfix(score=f"{sum(r.score for r in records) / len(records):.1f}")
         bar.close()
-        summary = {**_summary(records, bench, seen), **shards.summary_fields(shard, total)}
+        summary = _summary(records, bench, seen)
         folder.write_summary(summary)
         sink.finish(summary)
     except BaseException:
-        if records:
-            partial = {**_summary(records, bench, seen), **shards.summary_fields(shard, total)}
-            folder.write_summary(partial)
-            sink.finish({**partial, "complete": False})  # the logger marks the run incomplete
+        _summary_on_failure(folder, records, bench, seen, sink)
         raise
     title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
     print(format_table(summary, title))
     return summary
+
+
+def _summary_on_failure(folder: RunFolder, records: list[Record], bench: Benchmark, seen: dict, sink) -> None:
+    """The partial summary (complete: false) of a run that stops, also to the logger, which marks
+    the run incomplete; best effort, since the failure may be the disk itself, and the error that
+    stopped the run is the one to report."""
+    if not records:
+        return
+    partial = _summary(records, bench, seen)
+    try:
+        folder.write_summary(partial)
+    except OSError:
+        pass
+    sink.finish({**partial, "complete": False})
 
 
 def _chat_applies(ex: Example, chat: bool) -> bool:
@@ -154,15 +188,19 @@ def answer_record(ex: Example, q: Question, prediction: str, score: float, conte
 
 
 def _summary(records: list[Record], bench: Benchmark, seen: dict) -> dict:
-    """`seen`: examples and questions the benchmark yielded so far (all of them at the end)."""
+    """`seen`: examples and questions the benchmark yielded so far (all of them at the end), the
+    examples the configured benchmark has, and the rows its loader skipped."""
     summary = summarize(records)
     summary["num_examples"] = seen["examples"]
-    summary["complete"] = summary["num_questions"] == seen["questions"]
+    summary["expected_examples"] = seen["expected"]
+    summary["complete"] = seen["examples"] == seen["expected"] and summary["num_questions"] == seen["questions"]
+    summary["skipped_rows"] = seen["skipped"].summary()
     skipped = bench.skipped()  # left out by the benchmark's fit rule: listed, never scored
     if skipped:
         summary["num_skipped"], summary["skipped"] = len(skipped), skipped
     for key, value in bench.aggregate(records).items():
         summary[f"aggregate/{key}"] = value
+    summary.update(shards.summary_fields(seen["shard"], seen["expected"]))
     return summary
 
 

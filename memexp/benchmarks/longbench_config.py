@@ -34,4 +34,7 @@ class LongBenchConfig(BenchConfig):
         _optional_at_least("bench.max_new_tokens", self.max_new_tokens, 1)
 
 
-BENCHES.register(LongBenchConfig.name, "memexp.benchmarks.longbench:LongBench", schema=LongBenchConfig)
+# bump when this benchmark's examples, prompts or scoring change for the same config: every run
+# folder key includes it (memexp.run_identity), so old results are never resumed as new ones
+VERSION = 1
+BENCHES.register(LongBenchConfig.name, "memexp.benchmarks.longbench:LongBench", schema=LongBenchConfig, version=VERSION)

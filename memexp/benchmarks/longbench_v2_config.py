@@ -47,4 +47,7 @@ class LongBenchV2Config(BenchConfig):
         _optional_at_least("bench.num_samples", self.num_samples, 1)
 
 
-BENCHES.register(LongBenchV2Config.name, "memexp.benchmarks.longbench_v2:LongBenchV2", schema=LongBenchV2Config)
+# bump when this benchmark's examples, prompts or scoring change for the same config: every run
+# folder key includes it (memexp.run_identity), so old results are never resumed as new ones
+VERSION = 1
+BENCHES.register(LongBenchV2Config.name, "memexp.benchmarks.longbench_v2:LongBenchV2", schema=LongBenchV2Config, version=VERSION)

@@ -42,4 +42,7 @@ class LongHealthConfig(BenchConfig):
         _optional_at_least("bench.num_samples", self.num_samples, 1)
 
 
-BENCHES.register(LongHealthConfig.name, "memexp.benchmarks.longhealth:LongHealth", schema=LongHealthConfig)
+# bump when this benchmark's examples, prompts or scoring change for the same config: every run
+# folder key includes it (memexp.run_identity), so old results are never resumed as new ones
+VERSION = 1
+BENCHES.register(LongHealthConfig.name, "memexp.benchmarks.longhealth:LongHealth", schema=LongHealthConfig, version=VERSION)

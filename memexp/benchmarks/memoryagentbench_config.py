@@ -37,5 +37,8 @@ class MemoryAgentBenchConfig(BenchConfig):
         _optional_at_least("bench.max_questions", self.max_questions, 1)
 
 
+# bump when this benchmark's examples, prompts or scoring change for the same config: every run
+# folder key includes it (memexp.run_identity), so old results are never resumed as new ones
+VERSION = 1
 BENCHES.register(MemoryAgentBenchConfig.name, "memexp.benchmarks.memoryagentbench:MemoryAgentBench",
-                 schema=MemoryAgentBenchConfig)
+                 schema=MemoryAgentBenchConfig, version=VERSION)

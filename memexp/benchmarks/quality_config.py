@@ -30,4 +30,7 @@ class QualityConfig(BenchConfig):
         _optional_at_least("bench.num_samples", self.num_samples, 1)
 
 
-BENCHES.register(QualityConfig.name, "memexp.benchmarks.quality:Quality", schema=QualityConfig)
+# bump when this benchmark's examples, prompts or scoring change for the same config: every run
+# folder key includes it (memexp.run_identity), so old results are never resumed as new ones
+VERSION = 1
+BENCHES.register(QualityConfig.name, "memexp.benchmarks.quality:Quality", schema=QualityConfig, version=VERSION)

@@ -1,12 +1,16 @@
 """`python -m memexp train recipe=<name> [field=value ...]`: run a training recipe.
 
 The recipe's YAML (conf/recipe/<name>.yaml) fills its typed schema; `field=value` arguments
-override it with OmegaConf dot paths (e.g. `seed=1`, `stages.0.steps=2`, `output=/tmp/ckpt`).
+override it with OmegaConf dot paths (e.g. `seed=1`, `stages.0.steps=2`, `output=/tmp/ckpt`;
+`recipe.seed=1` too). A recipe writes a new folder, outputs/train/<recipe>/<time>, unless told
+`output=<dir>`; a recipe that ships its model in memexp/assets replaces it only with
+`replace_assets=true`, so that training never changes what `backbone=<name>` runs by surprise.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -27,7 +31,7 @@ def _recipes() -> dict:
 def load_recipe(argv: list[str]):
     """(validated recipe, its run function) from `recipe=<name>` and dot-path overrides."""
     names = [a.split("=", 1)[1] for a in argv if a.startswith("recipe=")]
-    overrides = [a for a in argv if not a.startswith("recipe=")]
+    overrides = [a.removeprefix("recipe.") for a in argv if not a.startswith("recipe=")]
     recipes = _recipes()
     name = names[-1] if names else "tiny_gdn"
     if name not in recipes:
@@ -44,7 +48,26 @@ def load_recipe(argv: list[str]):
     except (OmegaConfBaseException, yaml.YAMLError) as e:
         raise ConfigError(f"recipe: {str(e).splitlines()[0]}") from None
     schema, run = recipes[name]
-    return _build(schema, node, "recipe"), run
+    recipe = _build(schema, node, "recipe")
+    _choose_output(recipe, name)
+    return recipe, run
+
+
+def _choose_output(recipe, name: str) -> None:
+    """A new folder by default; the shipped assets only with replace_assets=true."""
+    from memexp.config import ASSETS_DIR
+
+    if recipe.replace_assets:
+        if recipe.output is not None:
+            raise ConfigError("recipe.replace_assets=true writes memexp/assets; drop recipe.output, or drop "
+                              "replace_assets to write recipe.output")
+        return
+    if recipe.output is None:
+        recipe.output = str(Path("outputs") / "train" / name / time.strftime("%Y%m%d-%H%M%S"))
+    target = Path(recipe.output).expanduser().resolve()
+    if target == ASSETS_DIR.resolve() or ASSETS_DIR.resolve() in target.parents:
+        raise ConfigError(f"recipe.output={recipe.output}: the shipped assets; pass recipe.replace_assets=true "
+                          f"to replace them, or choose another recipe.output")
 
 
 def main(argv: list[str]) -> int:

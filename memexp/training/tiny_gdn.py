@@ -57,7 +57,8 @@ class Stage:
 @dataclass
 class TinyGDNRecipe:
     seed: int = 0  # model init and every training stream (RULER evaluates on seed 42 streams)
-    output: Optional[str] = None  # checkpoint directory; null = the package assets (memexp/assets/tiny_gdn)
+    output: Optional[str] = None  # checkpoint directory; null = a new outputs/train/tiny_gdn/<time> (training.cli)
+    replace_assets: bool = False  # write the shipped model, memexp/assets/tiny_gdn (what backbone=tiny_gdn runs)
     init_from: Optional[str] = None  # start from this checkpoint instead of random init (stage experiments)
     model: dict = field(default_factory=lambda: {
         "hidden_size": 128, "num_hidden_layers": 2, "num_heads": 2, "head_dim": 64, "expand_v": 1.0,
@@ -194,7 +195,10 @@ def run(recipe: TinyGDNRecipe, log=print) -> dict:
     torch.set_num_threads(recipe.threads)
     torch.manual_seed(recipe.seed)
     tokenizer = ByteTokenizer()
-    out = Path(recipe.output) if recipe.output else CHECKPOINT_DIR
+    if not recipe.replace_assets and not recipe.output:
+        raise ConfigError("recipe.output is null: name a folder (the CLI picks outputs/train/tiny_gdn/<time>), "
+                          "or pass replace_assets=true to write memexp/assets/tiny_gdn")
+    out = CHECKPOINT_DIR if recipe.replace_assets else Path(recipe.output)
     if recipe.init_from:
         from memexp.backbones import load_backbone
 

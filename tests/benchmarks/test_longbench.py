@@ -139,9 +139,9 @@ def test_malformed_rows_are_reported_with_file_and_row(tmp_path, caplog):
     assert ids == ["triviaqa/triviaqa-0", "triviaqa/triviaqa-4"]
     messages = [r.getMessage() for r in caplog.records]
     path = str(tmp_path / "triviaqa.jsonl")
-    assert any(m.startswith(f"{path} row 1: not valid JSON") for m in messages)
-    assert f"{path} row 2: missing field 'answers' (skipped)" in messages
-    assert f"{path} row 3: empty field 'context' (skipped)" in messages
+    assert any(m.startswith(f"{path} row 2: not valid JSON") for m in messages)
+    assert f"{path} row 3: missing field 'answers' (skipped)" in messages
+    assert f"{path} row 4: empty field 'context' (skipped)" in messages
 
 
 def test_missing_data_offline_is_one_clear_error(tmp_path, monkeypatch):

@@ -167,8 +167,8 @@ def test_malformed_patients_and_questions_are_reported(tmp_path, caplog):
         examples = list(bench(path).examples(TOK))
     assert [(e.id, len(e.questions)) for e in examples] == [("task1/p1", 2)]
     messages = [r.getMessage() for r in caplog.records]
-    assert f"{path} row 0: patient 'p1' question 2: missing field 'answer_d' (skipped)" in messages
-    assert f"{path} row 1: patient 'p2': empty field 'texts' (skipped)" in messages
+    assert f"{path} row 1: patient 'p1' question 2: missing field 'answer_d' (skipped)" in messages
+    assert f"{path} row 2: patient 'p2': empty field 'texts' (skipped)" in messages
 
 
 @pytest.mark.parametrize("task", ["task1", "task2"])

@@ -147,8 +147,8 @@ def test_malformed_and_short_contexts_are_reported(tmp_path, caplog):
         examples = list(bench(tmp_path, tasks=["ruler_qa1_197K"]).examples(TOK))
     assert [e.id for e in examples] == ["ruler_qa1_197K/2"]
     messages = [r.getMessage() for r in caplog.records]
-    assert f"{path} row 0: context has 9 characters; MemoryAgentBench needs > 2000 (skipped)" in messages
-    assert f"{path} row 1: missing field 'questions' (skipped)" in messages
+    assert f"{path} row 1: context has 9 characters; MemoryAgentBench needs > 2000 (skipped)" in messages
+    assert f"{path} row 2: missing field 'questions' (skipped)" in messages
 
 
 def test_missing_source_file_is_one_clear_error(tmp_path):

@@ -97,9 +97,9 @@ def test_malformed_questions_and_rows_are_reported(tmp_path, caplog):
         examples = list(Quality(QualityConfig(data_path=str(path))).examples(TOK))
     assert [(e.id, len(e.questions)) for e in examples] == [("A1", 1)]
     messages = [r.getMessage() for r in caplog.records]
-    assert f"{path} row 0: question 1: gold_label 7 is not in 1..4 (skipped)" in messages
-    assert f"{path} row 1: missing field 'set_unique_id' (skipped)" in messages
-    assert f"{path} row 2: empty field 'article' (skipped)" in messages
+    assert f"{path} row 1: question 1: gold_label 7 is not in 1..4 (skipped)" in messages
+    assert f"{path} row 2: missing field 'set_unique_id' (skipped)" in messages
+    assert f"{path} row 3: empty field 'article' (skipped)" in messages
 
 
 def test_truncation_keeps_every_question_whole(tmp_path):

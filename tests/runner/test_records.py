@@ -52,3 +52,61 @@ def test_config_hash_ignores_how_a_run_is_watched_not_what_it_computes():
     other = dict(base, method={"name": "m", "replay_budget": 4})
     assert config_hash(base) == config_hash(watched)
     assert config_hash(base) != config_hash(other)
+
+
+def _lines(folder):
+    return folder.records_path.read_bytes().splitlines(keepends=True)
+
+
+def test_a_corrupt_middle_line_stops_loading_naming_the_file_and_line(tmp_path):
+    import pytest
+
+    from memexp.records import RecordsCorruptError
+
+    folder = RunFolder(tmp_path)
+    for ex in "abcd":
+        folder.append(_rec(ex, "0"))
+    lines = _lines(folder)
+    for bad in (b'{"example_id": "b", "quest\n', b"[1, 2]\n", b'{"example_id": "b"}\n', b"\x00\x00\x00\n"):
+        folder.records_path.write_bytes(b"".join([lines[0], bad, *lines[2:]]))
+        before = folder.records_path.read_bytes()
+        with pytest.raises(RecordsCorruptError) as err:
+            folder.load_records()
+        message = str(err.value)
+        assert message.startswith(f"{folder.records_path}:2: ") and "records_repair=true" in message
+        assert "\n" not in message
+        assert folder.records_path.read_bytes() == before  # nothing dropped on the way
+
+
+def test_repair_moves_bad_lines_aside_and_keeps_every_good_record(tmp_path):
+    folder = RunFolder(tmp_path)
+    for ex in "abcde":
+        folder.append(_rec(ex, "0"))
+    lines = _lines(folder)
+    bad1, bad2 = b"not json\n", b'{"example_id": "x", "question_id": "0", "task": "t", "length": 1, "score": 1, "zz": 1}\n'
+    torn = b'{"example_id": "f", "que'
+    folder.records_path.write_bytes(b"".join([lines[0], bad1, lines[1], lines[2], bad2, lines[3], lines[4]]) + torn)
+    records = folder.load_records(repair=True)
+    assert [r["example_id"] for r in records] == list("abcde")
+    assert folder.bad_path.read_bytes() == bad1 + bad2
+    assert folder.records_path.read_bytes() == b"".join(lines)  # the torn tail is cut as before
+    assert [r["example_id"] for r in folder.load_records()] == list("abcde")  # clean now, no repair needed
+    folder.append(_rec("f", "0"))
+    assert [r["example_id"] for r in folder.load_records()] == list("abcdef")
+
+
+def test_a_failed_summary_write_leaves_no_temporary_file(tmp_path):
+    import errno
+    import os
+
+    import pytest
+
+    folder = RunFolder(tmp_path)
+    tmp = tmp_path / "summary.json.tmp"
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full to simulate a full disk")
+    tmp.symlink_to("/dev/full")
+    with pytest.raises(OSError) as err:
+        folder.write_summary({"overall": 1})
+    assert err.value.errno == errno.ENOSPC
+    assert not tmp.exists() and not tmp.is_symlink() and not folder.summary_path.exists()

@@ -19,10 +19,8 @@ from typing import Any, Optional
 
 from memexp.backbones.base import Tokenizer
 from memexp.benchmarks.base import Example, Question
+from memexp.benchmarks.ruler.config import VERSION as FORMAT_VERSION  # generated examples change with it
 from memexp.benchmarks.ruler.templates import COMMON_WORDS, FREQ_WORDS, NEEDLE, NIAH, NOISE, QA, VARIABLE_TRACKING
-
-# bump when generated examples change for the same inputs (2: each sample fitted on its own)
-FORMAT_VERSION = 2
 
 _PROBE = "\n".join(
     [

@@ -44,4 +44,8 @@ class RulerConfig(BenchConfig):
             _at_least("bench.max_new_tokens", self.max_new_tokens, 1)
 
 
-BENCHES.register(RulerConfig.name, "memexp.benchmarks.ruler.benchmark:Ruler", schema=RulerConfig)
+# bump when this benchmark's examples, prompts or scoring change for the same config: every run
+# folder key includes it (memexp.run_identity), so old results are never resumed as new ones
+# (2: each sample's haystack fitted on its own)
+VERSION = 2
+BENCHES.register(RulerConfig.name, "memexp.benchmarks.ruler.benchmark:Ruler", schema=RulerConfig, version=VERSION)

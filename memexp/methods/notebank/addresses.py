@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from memexp.backbones.base import Channel
+from memexp.config import ConfigError
 
 
 class ChannelLayout:
@@ -36,12 +37,13 @@ class AddressCompactor:
         self.identity = address_dim is None
         if self.identity:
             if len(widths) != 1:
-                raise ValueError(f"method.address_dim=null needs one query width across channels, got {sorted(widths)}")
+                raise ConfigError(f"method.address_dim=null needs one query width across channels, got {sorted(widths)}")
             self.dim = widths.pop()
             self.index = None
             return
         if address_dim > min(widths):
-            raise ValueError(f"method.address_dim={address_dim}: larger than the query width {min(widths)}")
+            raise ConfigError(f"method.address_dim={address_dim}: larger than the backbone's query width "
+                              f"{min(widths)}; choose method.address_dim <= {min(widths)} (or null: the full query)")
         self.dim = address_dim
         generator = torch.Generator().manual_seed(seed)
         rows = [torch.randperm(ch.d_k, generator=generator)[:address_dim] for ch in layout.channels]

@@ -1,0 +1,208 @@
+"""Run identity: the folder key is what determines a run's results, never where files live.
+
+The key hashes the resolved configuration with every local path it names replaced by that
+path's content fingerprint (a checkpoint directory, a tokenizer, a data file), plus the version
+of the benchmark's generator / loader (`version=` in its BENCHES entry) and of the shared
+metrics (`memexp.benchmarks.metrics.VERSION`). So:
+- the same command in two clones (different absolute paths, same files) resumes the same folder;
+- new weights at the same path, or an edited data file, give a new folder, never a silent resume;
+- a hub id is named by the commit of its local snapshot when one is cached, else by id + revision.
+
+Fingerprints stay cheap for 17 GB checkpoints: a file up to `WHOLE_FILE_BYTES` is hashed whole;
+a larger .safetensors file by its size, its JSON header (8-byte little-endian length, then the
+header) and `SAMPLES` evenly spaced blocks of its tensor data (new weights differ everywhere, so a
+retrained checkpoint with the header of the old one still changes the key); any other large file
+(a dataset) is streamed whole, as the results read every row of it.
+
+`provenance(...)` records what does not enter the key but explains a result: memexp's version,
+the git commit, library versions, the host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+IDENTITY_VERSION = 1  # bump when the key's recipe changes (every folder name changes with it)
+WHOLE_FILE_BYTES = 64 * 2**20
+SAMPLES = 16
+SAMPLE_BYTES = 64 * 2**10
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
+
+# Fields that change how a run is watched, scheduled or where it writes, not what it computes.
+NOT_IN_KEY = ("logger", "progress", "threads", "output_dir", "max_examples", "kernels", "wait_for_lock",
+              "records_repair", "strict_data", "paths", "metric")
+# Locations of copies (a download cache, generated examples keyed by their own inputs): what they
+# hold is named by the fields beside them (url, hub id) and by the benchmark's version.
+LOCATION_FIELDS = ("cache_dir",)
+# Fields whose string value names a hub model when it is not a local path.
+HUB_FIELDS = ("pretrained", "tokenizer")
+# A string is read as a path only in a path field or when written like one, so that a name
+# (`backbone.name=tiny_gdn`) never turns into a fingerprint because the cwd holds such a folder.
+PATH_FIELDS = (*HUB_FIELDS, "init_from")
+
+
+def file_fingerprint(path: Path) -> dict[str, Any]:
+    """{"size", "sha256"} of one file (see the module docstring for large weight files)."""
+    size = path.stat().st_size
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        if size <= WHOLE_FILE_BYTES or path.suffix not in WEIGHT_SUFFIXES:
+            for block in iter(lambda: f.read(2**20), b""):
+                h.update(block)
+            return {"size": size, "sha256": h.hexdigest()}
+        start = 0
+        if path.suffix == ".safetensors":
+            head = f.read(8)
+            n = int.from_bytes(head, "little")
+            h.update(head + f.read(n))  # the header: every tensor's name, dtype, shape, offsets
+            start = 8 + n
+        span = max(size - start - SAMPLE_BYTES, 0)
+        for i in range(SAMPLES):
+            f.seek(start + span * i // max(SAMPLES - 1, 1))
+            h.update(f.read(SAMPLE_BYTES))
+    return {"size": size, "sha256": h.hexdigest(), "sampled": True}
+
+
+def path_fingerprint(path: Path) -> dict[str, Any]:
+    """A file's fingerprint, or a directory's: its files (hidden ones left out: caches, markers) by
+    relative name, sorted, so the same content anywhere gives the same fingerprint."""
+    path = path.expanduser()
+    if path.is_file():
+        return {"file": path.name, **file_fingerprint(path)}
+    files = sorted(p for p in path.rglob("*") if p.is_file() and not any(
+        part.startswith(".") for part in p.relative_to(path).parts))
+    return {"dir": {str(p.relative_to(path)): file_fingerprint(p) for p in files}}
+
+
+def _looks_like_hub_id(value: str) -> bool:
+    return bool(value) and not value.startswith(("/", ".", "~")) and value.count("/") <= 1 and "\\" not in value
+
+
+def hub_fingerprint(repo_id: str, revision: str | None, fetch: bool = False) -> dict[str, Any]:
+    """The commit of the cached snapshot of `repo_id` when there is one (it names the files
+    exactly), else the id and the revision as asked. Only with `fetch` (the runner, which would
+    download the checkpoint moments later anyway) is a missing snapshot downloaded first, so that
+    a first run cut short resumes in the folder its second start computes."""
+    if fetch:
+        try:
+            from memexp.backbones.loading import resolve_pretrained
+
+            resolve_pretrained(repo_id, revision)
+        except Exception:  # offline without files, or a bad id: loading says so in one line
+            pass
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    except Exception:  # no hub library, or an id the hub would reject: named as written
+        found = None
+    if isinstance(found, str):
+        return {"hub": repo_id, "commit": Path(found).parent.name}
+    return {"hub": repo_id, "revision": revision}
+
+
+def _identify(value: Any, key: str, parent: dict, fetch: bool) -> Any:
+    """A config leaf as it enters the key: local paths by content, hub ids by snapshot."""
+    if not isinstance(value, str) or not value:
+        return value
+    path = Path(value).expanduser()
+    pathlike = key in PATH_FIELDS or key.endswith("_path") or value.startswith(("/", "./", "../", "~"))
+    if pathlike and path.exists():
+        return path_fingerprint(path)
+    if key in HUB_FIELDS and _looks_like_hub_id(value) and value != "byte":
+        return hub_fingerprint(value, parent.get("revision"), fetch and key == "pretrained")
+    return value
+
+
+def _walk(node: Any, fetch: bool, key: str = "", parent: dict | None = None) -> Any:
+    if isinstance(node, dict):
+        return {k: _walk(v, fetch, k, node) for k, v in node.items() if k not in LOCATION_FIELDS}
+    if isinstance(node, list):
+        return [_walk(v, fetch, key, parent or {}) for v in node]
+    return _identify(node, key, parent or {}, fetch)
+
+
+def identity(cfg_dict: dict, fetch: bool = False) -> dict[str, Any]:
+    """Everything the folder key hashes (also written to provenance.json, to explain a new folder)."""
+    from memexp.benchmarks.metrics import VERSION as METRICS_VERSION
+    from memexp.registry import BENCHES
+
+    semantic = {k: v for k, v in cfg_dict.items() if k not in NOT_IN_KEY}
+    if isinstance(semantic.get("bench"), dict) and semantic["bench"].get("shard", "") is None:
+        # an unsharded run is keyed as before bench.shard existed
+        semantic["bench"] = {k: v for k, v in semantic["bench"].items() if k != "shard"}
+    bench = cfg_dict.get("bench", {}).get("name")
+    entry = BENCHES.get(bench) if bench in BENCHES else None
+    return {
+        "identity_version": IDENTITY_VERSION,
+        "config": _walk(semantic, fetch),
+        "bench_version": entry.meta.get("version") if entry is not None else None,
+        "metrics_version": METRICS_VERSION,
+    }
+
+
+def identity_hash(ident: dict) -> str:
+    blob = json.dumps(ident, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def run_key(cfg, fetch: bool = False) -> tuple[str, dict]:
+    """(folder key, what it hashes) of a RunConfig (`fetch`: see `hub_fingerprint`)."""
+    ident = identity(asdict(cfg), fetch)
+    return identity_hash(ident), ident
+
+
+def _git_commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=10)
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("-dirty" if out.stdout.strip() else "")
+
+
+def library_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in ("memexp", "torch", "transformers", "tokenizers", "flash-linear-attention", "mamba-ssm",
+                 "triton", "omegaconf", "hydra-core"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def session() -> dict[str, Any]:
+    """Who ran (or resumed) the folder, with what code."""
+    return {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(), "pid": os.getpid(),
+            "argv": sys.argv, "git_commit": _git_commit(), "versions": library_versions()}
+
+
+def write_provenance(folder: Path, ident: dict) -> None:
+    """provenance.json: the identity the key hashes, and one entry per session (first run, resumes)."""
+    from memexp.atomic import atomic_write
+
+    path = folder / "provenance.json"
+    try:
+        old = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, json.JSONDecodeError):
+        old = {}  # a provenance file is informative only: an unreadable one is rewritten
+    sessions = [*old.get("sessions", []), session()]
+    atomic_write(path, json.dumps({"identity": ident, "sessions": sessions}, indent=2, default=str) + "\n")

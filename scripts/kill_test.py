@@ -1,0 +1,91 @@
+"""SIGKILL a tiny run at random moments, resume it each time, and compare with an uninterrupted run.
+
+    OMP_NUM_THREADS=1 python scripts/kill_test.py --kills 20 --samples 40 --seed 0
+
+Each round starts `python -m memexp run` on the tiny random GDN, waits until 0, 1 or 2 more records
+are on disk (drawn at random), then a random delay of up to one record's time (the mean time per
+record of the uninterrupted run), and kills its process group with SIGKILL: kills land during start-up,
+model load, generation and the record write alike, and every round leaves work for the next; once the kills are spent the run is resumed to the end. Records (without
+wall-clock fields) and summary.json must equal those of one uninterrupted run; the script prints the
+figures and exits 1 on any difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled",
+       "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+
+
+def args_for(out: Path, samples: int) -> list[str]:
+    return [sys.executable, "-m", "memexp", "run", "backbone=tiny_gdn_random", "method=plain", "bench=ruler",
+            "bench.tasks=[niah_single_1]", "bench.lengths=[512]", "bench.max_new_tokens=4",
+            f"bench.num_samples={samples}", "progress=false", f"output_dir={out}"]
+
+
+def folder(out: Path) -> Path:
+    (path,) = {p.parent for p in out.rglob("config.yaml")}
+    return path
+
+
+def count(out: Path) -> int:
+    recs = list(out.rglob("records.jsonl"))
+    return recs[0].read_bytes().count(b"\n") if recs else 0
+
+
+def stable_records(path: Path) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k != "seconds"}
+            for line in (path / "records.jsonl").read_text().splitlines()]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kills", type=int, default=20)
+    p.add_argument("--samples", type=int, default=40)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    rng = random.Random(a.seed)
+    work = Path(tempfile.mkdtemp(prefix="memexp-kill-"))
+    t0 = time.perf_counter()
+    subprocess.run(args_for(work / "whole", a.samples), env=ENV, check=True, capture_output=True)
+    whole_seconds = time.perf_counter() - t0
+    timed = [json.loads(line)["seconds"] for line in (folder(work / "whole") / "records.jsonl").read_text().splitlines()]
+    per_record = sum(sum(v for k, v in t.items() if "/" not in k) for t in timed) / len(timed)
+    killed, progress = work / "killed", []
+    for _ in range(a.kills):
+        proc = subprocess.Popen(args_for(killed, a.samples), env=ENV, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        target = min(count(killed) + rng.randint(0, 2), a.samples - 1)
+        while proc.poll() is None and count(killed) < target:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, per_record))
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        progress.append(count(killed))
+    subprocess.run(args_for(killed, a.samples), env=ENV, check=True, capture_output=True)
+    whole, resumed = folder(work / "whole"), folder(killed)
+    rw, rk = stable_records(whole), stable_records(resumed)
+    keys = [(r["example_id"], r["question_id"]) for r in rk]
+    same_summary = json.loads((whole / "summary.json").read_text()) == json.loads((resumed / "summary.json").read_text())
+    lost = len({(r["example_id"], r["question_id"]) for r in rw} - set(keys))
+    print(f"uninterrupted run: {whole_seconds:.1f} s ({per_record:.3f} s per record); kills: {a.kills}; records on disk after each kill: {progress}")
+    print(f"records: uninterrupted {len(rw)}, resumed {len(rk)}; lost {lost}; duplicated {len(keys) - len(set(keys))}; "
+          f"same folder name: {whole.name == resumed.name}; identical records: {rw == rk}; "
+          f"identical summary: {same_summary}")
+    return 0 if rw == rk and same_summary and whole.name == resumed.name else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

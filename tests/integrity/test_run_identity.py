@@ -1,0 +1,102 @@
+"""The run folder is named by what determines the results: content, not paths; versions, not luck."""
+
+import json
+import shutil
+
+import pytest
+
+from memexp import run_identity
+from memexp.app import load_config
+from memexp.config import ASSETS_DIR
+from memexp.registry import BENCHES
+from memexp.run_identity import file_fingerprint, hub_fingerprint, run_key
+
+TINY = ASSETS_DIR / "tiny_gdn"
+
+
+def key(*overrides):
+    return run_key(load_config(["backbone=tiny_gdn", "method=plain", "bench=ruler", *overrides]))[0]
+
+
+def copy_checkpoint(dst):
+    shutil.copytree(TINY, dst)
+    return dst
+
+
+def flip_a_weight_byte(checkpoint):
+    """New weights, same file size and safetensors header (what retraining the same recipe does)."""
+    f = checkpoint / "model.safetensors"
+    raw = bytearray(f.read_bytes())
+    start = 8 + int.from_bytes(raw[:8], "little")
+    raw[start + 100] ^= 0xFF
+    f.write_bytes(bytes(raw))
+
+
+def test_the_same_checkpoint_in_two_clones_gives_the_same_folder(tmp_path):
+    a = copy_checkpoint(tmp_path / "clone_a" / "memexp" / "assets" / "tiny_gdn")
+    b = copy_checkpoint(tmp_path / "elsewhere" / "b" / "tiny_gdn")
+    assert key(f"backbone.pretrained={a}") == key(f"backbone.pretrained={b}")
+    assert key(f"backbone.pretrained={a}") == key()  # the shipped one: the same files
+
+
+def test_the_key_holds_no_install_path():
+    ident = run_key(load_config(["backbone=tiny_gdn"]))[1]
+    assert str(ASSETS_DIR) not in json.dumps(ident)
+
+
+def test_new_weights_at_the_same_path_give_a_new_folder(tmp_path):
+    ckpt = copy_checkpoint(tmp_path / "tiny_gdn")
+    before = key(f"backbone.pretrained={ckpt}")
+    flip_a_weight_byte(ckpt)
+    assert key(f"backbone.pretrained={ckpt}") != before
+
+
+def test_large_weight_files_are_sampled_but_still_see_new_weights(tmp_path, monkeypatch):
+    """Above WHOLE_FILE_BYTES a .safetensors file is read as header + samples: a change of every
+    weight (retraining) changes the fingerprint, and the reads stay bounded."""
+    monkeypatch.setattr(run_identity, "WHOLE_FILE_BYTES", 1024)
+    ckpt = copy_checkpoint(tmp_path / "tiny_gdn")
+    f = ckpt / "model.safetensors"
+    before = file_fingerprint(f)
+    assert before["sampled"] and before["size"] == f.stat().st_size
+    raw = bytearray(f.read_bytes())
+    start = 8 + int.from_bytes(raw[:8], "little")
+    raw[start:] = bytes(b ^ 0x55 for b in raw[start:])
+    f.write_bytes(bytes(raw))
+    assert file_fingerprint(f) != before
+
+
+def test_an_edited_data_file_gives_a_new_folder(tmp_path):
+    essays = tmp_path / "essays.json"
+    essays.write_text(json.dumps({"text": "One essay. " * 50}))
+    before = key(f"bench.essay_path={essays}")
+    moved = tmp_path / "moved" / "essays.json"
+    moved.parent.mkdir()
+    shutil.copy(essays, moved)
+    assert key(f"bench.essay_path={moved}") == before  # same content elsewhere: same folder
+    essays.write_text(json.dumps({"text": "Another essay. " * 50}))
+    assert key(f"bench.essay_path={essays}") != before
+
+
+def test_a_new_benchmark_version_gives_a_new_folder(monkeypatch):
+    before = key()
+    monkeypatch.setitem(BENCHES.get("ruler").meta, "version", BENCHES.get("ruler").meta["version"] + 1)
+    assert key() != before
+
+
+def test_what_only_watches_or_schedules_a_run_keeps_its_folder(tmp_path):
+    assert key() == key("progress=false", "threads=1", "max_examples=2", f"output_dir={tmp_path}",
+                        "wait_for_lock=true", "records_repair=true", "strict_data=true",
+                        f"bench.cache_dir={tmp_path / 'cache'}")
+    assert key() != key("bench.seed=7")
+
+
+def test_hub_ids_without_a_local_snapshot_are_named_by_id_and_revision(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty_cache"))
+    assert hub_fingerprint("no-such-org/no-such-model", "abc123") == {
+        "hub": "no-such-org/no-such-model", "revision": "abc123"}
+
+
+@pytest.mark.parametrize("name", ["ruler", "longbench", "longbench_v2", "memoryagentbench", "quality", "longhealth"])
+def test_every_benchmark_declares_its_version(name):
+    assert isinstance(BENCHES.get(name).meta.get("version"), int)
