@@ -86,7 +86,27 @@ def _ls() -> str:
             "memexp/conf, registered methods and benchmarks, the launchers).\n\nExample:\n  python -m memexp ls")
 
 
-HELP = {"train": _train, "cost": _cost, "latency": _latency, "data": _data, "ls": _ls}
+def _dashboard() -> str:
+    from memexp.dashboard import _parser
+
+    return (_parser().format_help() + "\nExample:\n  python -m memexp dashboard --entity my-team --project memexp "
+            "--runs outputs/runs\n  WANDB_MODE=offline python -m memexp dashboard --out spec.json   "
+            "# print and save the spec only")
+
+
+def _lm_eval() -> str:
+    return ("python -m memexp lm-eval [lm-eval run options]: lm-evaluation-harness with --model memexp.\n"
+            "Every `lm-eval run` option works (`lm-eval run --help` lists them); memexp reads --model_args:\n"
+            "  backbone=<option>, method=<option>, and dotted fields (method.replay_budget=4, backbone.dtype=...),\n"
+            "  kernels, threads, output_dir, progress: memexp's run fields, validated before any model loads\n"
+            "  split=auto|last_line|none|doc_field:<name>: where a prompt's context ends and its question begins\n"
+            "  max_length=N: refuse (never truncate) longer inputs; run_dir=DIR: memexp's run folder\n\n"
+            "Example:\n  python -m memexp lm-eval --model_args backbone=tiny_gdn,method=notebank "
+            "--tasks niah_single_1 --metadata '{\"max_seq_lengths\": [1024]}' --limit 8")
+
+
+HELP = {"train": _train, "cost": _cost, "latency": _latency, "data": _data, "ls": _ls, "dashboard": _dashboard,
+        "lm-eval": _lm_eval}
 
 
 def command_help(command: str) -> str:

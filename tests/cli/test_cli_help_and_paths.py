@@ -13,7 +13,8 @@ from memexp.paths import rebase_cache
 from memexp.records import run_folder
 
 FIELDS = {"run": "max_examples", "train": "stages.0.steps", "cost": "question_tokens=N", "latency": "repeats=N",
-          "data": "bench:", "ls": "memexp ls", "report": "--markdown"}
+          "data": "bench:", "ls": "memexp ls", "report": "--markdown", "dashboard": "--entity",
+          "lm-eval": "--model_args"}
 
 
 def cli(argv):

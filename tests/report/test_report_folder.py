@@ -21,7 +21,7 @@ NB = ["method=notebank", "method.chunk_size=128", "method.window=16"]
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    from conftest import make_run
+    from report_runs import make_run
 
     root = tmp_path_factory.mktemp("report")
     runs = root / "outputs" / "runs"

@@ -84,8 +84,8 @@ def test_a_malformed_paper_file_is_one_line_naming_the_field(tmp_path, runs_fact
 
 def test_shards_of_one_config_are_one_row_and_a_missing_shard_marks_it_incomplete(tmp_path, runs_factory):
     args = ["method=plain", *RULER, "bench.lengths=[512,1024]"]
-    a = runs_factory(tmp_path / "runs", args, n=6, shard="1/2", keep=lambda t, n, i: i % 2 == 0)
-    b = runs_factory(tmp_path / "runs", args, n=6, shard="2/2", keep=lambda t, n, i: i % 2 == 1)
+    a = runs_factory(tmp_path / "runs", args, n=6, shard="0/2", keep=lambda t, n, i: i % 2 == 0)
+    b = runs_factory(tmp_path / "runs", args, n=6, shard="1/2", keep=lambda t, n, i: i % 2 == 1)
     rc = memexp_main(["report", str(tmp_path / "runs"), "--tables", str(tmp_path / "t")])
     assert rc == 0
     table = _csv(tmp_path / "t" / "ruler_by_length.csv")
@@ -97,7 +97,7 @@ def test_shards_of_one_config_are_one_row_and_a_missing_shard_marks_it_incomplet
         assert float(row[length]) == pytest.approx(100.0 * k / 6, abs=0.005)
 
     only_one = tmp_path / "one"
-    runs_factory(only_one, args, n=6, shard="1/2", keep=lambda t, n, i: i % 2 == 0)
+    runs_factory(only_one, args, n=6, shard="0/2", keep=lambda t, n, i: i % 2 == 0)
     memexp_main(["report", str(only_one), "--tables", str(tmp_path / "t1")])
     assert list(_csv(tmp_path / "t1" / "ruler_by_length.csv")) == ["tiny_gdn_random / plain (incomplete)"]
 
