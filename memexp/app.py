@@ -257,7 +257,9 @@ def run_job(cfg: DictConfig) -> float:
                       labels=label_overrides(hc.overrides.task, _swept() if multirun else None))
         return metric_value(summary, rc.metric)
     except BaseException as e:  # one line for what the user can fix (memexp.errors); bugs re-raise
-        raise SystemExit(exit_code(e, command_line("run", sys.argv[1:]))) from None
+        # sys.argv holds the overrides as hydra_run rewrote them (++field=value); the user typed field=value
+        typed = [a[2:] if a.startswith("++") else a for a in sys.argv[1:]]
+        raise SystemExit(exit_code(e, command_line("run", typed))) from None
 
 
 SWEPT_ENV = "MEMEXP_SWEPT_KEYS"  # the fields a sweep varies, handed to its jobs (W&B run names)

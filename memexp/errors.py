@@ -26,8 +26,9 @@ DISK_ERRNOS = {errno.ENOSPC: "free disk space, or set output_dir to a folder on 
                errno.EPERM: "set output_dir (or bench.cache_dir) to a folder you can write"}
 
 
-class RunInterrupted(Exception):
-    """Ctrl-C during a run, after the run folder was opened."""
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, after the run folder was opened: still an interrupt to whoever called
+    the run (a sweep stops, a caller's `except KeyboardInterrupt` holds), with what was recorded."""
 
     def __init__(self, folder: Path, recorded: int) -> None:
         super().__init__(f"interrupted with {recorded} questions recorded in {folder}")
