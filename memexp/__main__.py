@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from memexp.config import ConfigError
@@ -145,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[command](rest)
+    except BrokenPipeError:  # the reader left (`memexp ls | head`): nothing more to say, as for `ls | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except BaseException as e:  # one line for what the user can fix (memexp.errors); bugs re-raise
         from memexp.errors import command_line, exit_code
 

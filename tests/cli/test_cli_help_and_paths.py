@@ -60,3 +60,15 @@ def test_relative_caches_live_under_the_root(monkeypatch, tmp_path):
     assert Path(rebase_cache(bench).cache_dir) == tmp_path / "outputs" / "cache" / "ruler"
     absolute = load_config([f"bench.cache_dir={tmp_path / 'c'}"]).bench
     assert rebase_cache(absolute).cache_dir == str(tmp_path / "c")
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """`python -m memexp ls | head -1`: the pipe closes after one line; memexp exits 0, silently."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "memexp", "ls"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 0 and "Traceback" not in err, err
