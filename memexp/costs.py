@@ -21,6 +21,7 @@ from typing import Any
 
 from memexp.checkpoint_shapes import BackboneShapes, shapes_for
 from memexp.config import ConfigError, MethodConfig, NoteBankConfig, RunConfig
+from memexp.registry import METHODS
 
 MIB = 2**20
 GIB = 2**30
@@ -226,12 +227,14 @@ def record_costs(shapes: BackboneShapes, method: MethodConfig | None, tokens: di
     Returns plain_flops, added_flops, added_flops_ratio (percent, Eq. 16 for this record;
     aggregate runs as 100 * sum(added_flops) / sum(plain_flops)), state_bytes, archive_bytes
     (device + host), storage_bytes (their sum), mha_kv_cache_bytes and `assumed`: the counts
-    that were not recorded and were bounded instead. Methods other than Plain and NoteBank get
+    that were not recorded and were bounded instead. Methods other than NoteBank and those
+    registered with adds_flops=False (Plain, clean start) get
     added_flops = added_flops_ratio = None (not modelled).
     """
     stats = stats or {}
     nb = method if isinstance(method, NoteBankConfig) else None
-    modelled = nb is not None or method is None or method.name == "plain"
+    # Plain's reading (Plain, clean start) adds nothing; other methods are modelled only for NoteBank
+    modelled = nb is not None or method is None or METHODS.get(method.name).meta.get("adds_flops") is False
     notes = tokens.get("notes", stats.get("notes"))
     archived = tokens.get("archived", stats.get("archived_tokens"))
     n = _counts(nb, int(tokens["context"]), tokens.get("question", 0), int(tokens.get("generated", 0)),

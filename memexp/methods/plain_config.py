@@ -36,7 +36,8 @@ class CleanStartConfig(PlainConfig):
         check_rescale(self.rescale, allow_none=False)
 
 
-METHODS.register(PlainConfig.name, "memexp.methods.plain:Plain", schema=PlainConfig)
+# adds_flops=False: the paper's Plain reading, so the cost model counts no added FLOPs (memexp.costs)
+METHODS.register(PlainConfig.name, "memexp.methods.plain:Plain", schema=PlainConfig, adds_flops=False)
 # The clean start is Plain under another default, so it runs Plain's code; its own name keeps its
 # run folders and records apart from Plain's.
-METHODS.register(CleanStartConfig.name, "memexp.methods.plain:Plain", schema=CleanStartConfig)
+METHODS.register(CleanStartConfig.name, "memexp.methods.plain:Plain", schema=CleanStartConfig, adds_flops=False)

@@ -304,3 +304,18 @@ def test_cost_command_takes_the_measured_replay_length():
     assert bound["flops"]["added_ratio_percent"] > measured["flops"]["added_ratio_percent"]
     assert bm25["flops"]["added"]["probe"] == 0 and bm25["flops"]["added"]["route"] == 0
     assert bound["flops"]["added"]["probe"] > 0
+
+
+def test_clean_start_adds_no_flops_and_jrt_is_not_modelled():
+    """Clean start reads as Plain does (a rescale costs no FLOPs); JRT's second reading is not
+    modelled, so it reports None rather than a number."""
+    from memexp.app import load_config
+    from memexp.checkpoint_shapes import shapes_for
+    from memexp.costs import record_costs
+
+    tokens = {"context": 1000, "question": 10, "generated": 5}
+    got = {}
+    for m in ("plain", "clean_start", "jrt"):
+        cfg = load_config(["backbone=tiny_mamba2_random", f"method={m}"])
+        got[m] = record_costs(shapes_for(cfg.backbone), cfg.method, tokens)["added_flops"]
+    assert got == {"plain": 0.0, "clean_start": 0.0, "jrt": None}
