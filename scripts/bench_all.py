@@ -18,6 +18,7 @@ BENCHMARKS = [
     ("latency App. C.5 (issue 5)", [PY, "scripts/latency.py", "inputs=synthetic", "threads=2"]),
     ("read-once vs re-read (issue 7)", [PY, "scripts/bench_read_once.py", "--repeats", "2"]),
     ("backbones vs transformers (issue 8)", [PY, "scripts/bench_backbones.py", "--threads", "2"]),
+    ("threads idle vs one busy neighbour (issue 19)", [PY, "scripts/bench_threads.py"]),
 ]
 
 
