@@ -33,10 +33,11 @@ COMPLETION_FLAGS = ("-sc", "--shell-completion")
 
 def _ls(argv: list[str]) -> int:
     from memexp.app import GROUPS, group_options
+    from memexp.registry import RECIPES
 
     for group in GROUPS:
         print(f"{group}: {', '.join(group_options(group)) or '(none)'}")
-    print(f"recipe (python -m memexp train): {', '.join(group_options('recipe')) or '(none)'}")
+    print(f"recipe (python -m memexp train): {', '.join(RECIPES.names()) or '(none)'}")
     return 0
 
 

@@ -139,3 +139,6 @@ ROUTERS = Registry("method.router", builtins=("memexp.methods.notebank.routers",
 BENCHES = Registry("bench.name", builtins=tuple(f"memexp.benchmarks.{m}" for m in (
     "ruler.config", "longbench_config", "longbench_v2_config", "memoryagentbench_config", "quality_config",
     "longhealth_config")))
+# Training recipes (`python -m memexp train recipe=<name>`): target = the run function, schema =
+# the recipe's dataclass; registered in memexp.training.recipes without importing torch.
+RECIPES = Registry("recipe", builtins=("memexp.training.recipes",))

@@ -18,24 +18,18 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from memexp.config import ConfigError, _build
+from memexp.registry import RECIPES
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "recipe"
-
-
-def _recipes() -> dict:
-    from memexp.training import tiny_gdn
-
-    return {"tiny_gdn": (tiny_gdn.TinyGDNRecipe, tiny_gdn.run)}
 
 
 def load_recipe(argv: list[str]):
     """(validated recipe, its run function) from `recipe=<name>` and dot-path overrides."""
     names = [a.split("=", 1)[1] for a in argv if a.startswith("recipe=")]
     overrides = [a.removeprefix("recipe.") for a in argv if not a.startswith("recipe=")]
-    recipes = _recipes()
     name = names[-1] if names else "tiny_gdn"
-    if name not in recipes:
-        raise ConfigError(f"recipe={name!r}: allowed values are {', '.join(recipes)}")
+    if name not in RECIPES:
+        raise ConfigError(RECIPES.unknown_message(name))
     bad = [a for a in overrides if "=" not in a]
     if bad:
         raise ConfigError(f"{bad[0]!r}: expected field=value")
@@ -47,10 +41,10 @@ def load_recipe(argv: list[str]):
             OmegaConf.update(node, key, yaml.safe_load(value), merge=True)
     except (OmegaConfBaseException, yaml.YAMLError) as e:
         raise ConfigError(f"recipe: {str(e).splitlines()[0]}") from None
-    schema, run = recipes[name]
-    recipe = _build(schema, node, "recipe")
+    entry = RECIPES.get(name)
+    recipe = _build(entry.load_schema(), node, "recipe")
     _choose_output(recipe, name)
-    return recipe, run
+    return recipe, entry.load()
 
 
 def _choose_output(recipe, name: str) -> None:
