@@ -42,6 +42,7 @@ class TitanConfig(MethodConfig):
         _existing_path("method.memory_path", self.memory_path)
 
 
-# Titan replaces attention layers of a Llama-style backbone (config.validate checks the capability).
+# Titan replaces the decoder layers of a Llama-style attention backbone (arch llama declares
+# llama_layers; config.validate refuses any other backbone before it loads).
 METHODS.register(TitanConfig.name, "memexp.methods.titan.method:Titan", schema=TitanConfig,
-                 requires=("layer_replacement",))
+                 requires=("layer_replacement", "llama_layers"))

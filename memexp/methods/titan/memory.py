@@ -155,8 +155,13 @@ class NeuralMemory(nn.Module):
     def slow(self) -> Weights:
         return self.w1, self.w2, self.w3
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """fp32, or the parameters' dtype when wider (fp64 in the gradient checks)."""
+        return torch.promote_types(self.w1.dtype, torch.float32)
+
     def init_state(self, batch: int, device: torch.device) -> MemoryState:
-        empty = torch.zeros(batch, self.kv_heads, 0, self.head_dim, device=device)
+        empty = torch.zeros(batch, self.kv_heads, 0, self.head_dim, device=device, dtype=self.dtype)
         return MemoryState(empty, empty.clone(), tuple(w.detach() for w in self.slow))
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state: MemoryState,
@@ -165,7 +170,7 @@ class NeuralMemory(nn.Module):
 
         q [B, T, H, d] and k [B, T, Hkv, d] (rotated or not: the caller's choice), unscaled; v [B, T,
         Hkv, d] raw values; `start` the absolute position of the first token (state continues from
-        it). Returns M(q d^-1/4) [B, T, H, d] in fp32, each token read with the weights after every
+        it). Returns M(q d^-1/4) [B, T, H, d] in `self.dtype` (fp32), each token read with the weights after every
         chunk strictly before its own; `state` advances in place.
         """
         B, T, H, d = q.shape
@@ -174,19 +179,19 @@ class NeuralMemory(nn.Module):
             raise ValueError(f"memory state holds {r} pending tokens but the call starts at position {start} "
                              f"(chunk length {C})")
         scale = d ** -0.25
-        keys = torch.cat([state.pending_k, (k.float() * scale).transpose(1, 2)], dim=2)
-        values = torch.cat([state.pending_v, v.float().transpose(1, 2)], dim=2)
+        keys = torch.cat([state.pending_k, (k.to(self.dtype) * scale).transpose(1, 2)], dim=2)
+        values = torch.cat([state.pending_v, v.to(self.dtype).transpose(1, 2)], dim=2)
         n = keys.shape[2] // C
         before = self._current(state, B)
         timeline = self._absorb(state, keys[:, :, :n * C].unflatten(2, (n, C)),
                                 values[:, :, :n * C].unflatten(2, (n, C)), (start - r) // C)
         state.pending_k, state.pending_v = keys[:, :, n * C:].clone(), values[:, :, n * C:].clone()
-        return self._read(q.float() * scale, before, timeline, r)
+        return self._read(q.to(self.dtype) * scale, before, timeline, r)
 
     def _current(self, state: MemoryState, batch: int) -> Weights:
         if state.fast is not None:
             return state.fast
-        return tuple(w.float().expand(batch, *w.shape) for w in self.slow)
+        return tuple(w.to(self.dtype).expand(batch, *w.shape) for w in self.slow)
 
     def _read(self, q: torch.Tensor, before: Weights, timeline: list[Weights], r: int) -> torch.Tensor:
         """q [B, T, H, d] scaled; `before` the weights of the call's first chunk, timeline[j] those after
@@ -212,7 +217,7 @@ class NeuralMemory(nn.Module):
         pooled = flat.mean(dim=2)  # [B, n, Hk d]
         eta = torch.sigmoid(self.eta(pooled)).transpose(1, 2)[..., None, None]  # [B, Hk, n, 1, 1]
         alpha = torch.sigmoid(self.alpha(pooled)).transpose(1, 2)[..., None, None]
-        slow = tuple(w.float() for w in self.slow)
+        slow = tuple(w.to(self.dtype) for w in self.slow)
         fast = self._current(state, B)
         anchor = state.anchor if state.anchor is not None else fast
         momentum = state.momentum if state.momentum is not None else tuple(torch.zeros_like(w) for w in fast)
