@@ -16,14 +16,14 @@ def tiny_llama(prefill_chunk=4096, seed=0):
                           "prefill_chunk": prefill_chunk, "model": TINY})
 
 
-def titan(prefill_chunk=4096, seed=0, **fields):
+def titan(prefill_chunk=4096, seed=0, module_seed=1, **fields):
     """A tiny Llama retrofitted with `fields` over W = 8, test batch 16, every layer a Titan layer, and
-    the trained-looking modules: every Titan parameter moved off its init (seeded), so gates, mixers
+    trained-looking modules: every Titan parameter moved off its init (module_seed), so gates, mixers
     and rates all matter."""
     fields = {"layers": 3, "segment_length": SEGMENT, "test_batch": 2 * SEGMENT, **fields}
     bb = tiny_llama(prefill_chunk, seed)
     modules = retrofit(bb, TitanConfig(**fields))
-    g = torch.Generator().manual_seed(seed + 1)
+    g = torch.Generator().manual_seed(module_seed)
     with torch.no_grad():
         for name, p in modules.named_parameters():
             scale = 0.05 if name.endswith(("gate.weight", "value_mix.weight")) else 0.1
