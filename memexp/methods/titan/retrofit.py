@@ -24,12 +24,11 @@ from torch import nn
 
 from memexp.backbones.stack import LayerStackBackbone
 from memexp.config import ConfigError
-from memexp.methods.titan.config import TitanConfig
+from memexp.methods.titan.config import MODULE_FILES, TitanConfig
 from memexp.methods.titan.layer import TitanBlock, TitanLayer, ValueCarry
 from memexp.methods.titan.memory import NeuralMemory
 
-TENSOR_FILE = "titan_memory.safetensors"
-SPEC_FILE = "titan_memory.json"
+SPEC_FILE, TENSOR_FILE = MODULE_FILES
 INIT_SEED = 0  # the rate projections' default (random) init is drawn from this seed: runs are reproducible
 SHAPE_FIELDS = ("hidden_size", "num_attention_heads", "kv_heads", "head_dim", "num_hidden_layers")
 
@@ -120,10 +119,9 @@ def retrofit(backbone: LayerStackBackbone, cfg: TitanConfig) -> TitanModules:
     _check(backbone, cfg)
     for p in backbone.model.parameters():
         p.requires_grad_(False)
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]):  # made on the CPU: the same initial values on every device
         torch.manual_seed(INIT_SEED)
-        with torch.device(backbone.device):
-            modules = TitanModules(cfg, backbone_shapes(backbone))
+        modules = TitanModules(cfg, backbone_shapes(backbone)).to(backbone.device)
     carry = ValueCarry()
     indices = titan_layers(cfg, len(backbone.layers))
     for pos, i in enumerate(indices):

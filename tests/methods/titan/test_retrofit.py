@@ -156,9 +156,11 @@ def test_converter_errors_are_one_line(tmp_path):
     ("method.decay_target=none", r"^method\.decay_target='none': allowed values are slow_weights, zero$"),
     ("method.layers=0", r"^method\.layers=0: must be an integer >= 1$"),
     ("method.max_lr=-1.0", r"^method\.max_lr=-1\.0: must be a number > 0$"),
-    ("method.memory_path=/no/such/folder", r"^method\.memory_path='/no/such/folder': no such file or directory$"),
+    ("method.memory_path=no/such/folder", r"^method\.memory_path='no/such/folder': no such file or directory$"),
+    ("method.memory_path=.", r"^method\.memory_path='\.': not a Titan modules folder \(needs titan_memory\.json and "),
 ])
-def test_config_errors_are_one_line_before_any_model_loads(override, message):
+def test_config_errors_are_one_line_before_any_model_loads(override, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=message):
         load_config(["backbone=tiny_llama_random", "method=titan", "method.segment_length=8", override])
 
@@ -167,3 +169,19 @@ def test_titan_is_refused_on_a_backbone_without_llama_layers():
     with pytest.raises(ConfigError, match=r"^method=titan: backbone=tiny_gdn_random .*llama_layers"):
         load_config(["backbone=tiny_gdn_random", "method=titan"])
     assert load_config(["backbone=tiny_llama_random", "method=titan"]).method == TitanConfig()
+
+
+def test_the_method_retrofits_and_loads_its_modules_once(tmp_path):
+    from memexp.methods import build_method
+
+    x = ids(3 * SEGMENT)
+    trained, modules = titan()
+    modules.save(tmp_path)
+    method = build_method(TitanConfig(layers=3, segment_length=SEGMENT, test_batch=2 * SEGMENT,
+                                      memory_path=str(tmp_path)))
+    bb = tiny_llama()
+    method.prepare(bb)
+    memory = method.read(bb, x.tolist())
+    torch.testing.assert_close(bb.forward(memory.state, [5]), trained.forward(trained.init_state(), [*x.tolist(), 5]))
+    with pytest.raises(RuntimeError, match="already retrofitted"):
+        method.prepare(bb)
