@@ -60,7 +60,7 @@ def test_the_memory_and_gate_are_zero_until_the_first_chunk_is_complete():
 
 def states_equal(s1, s2):
     for a, b in zip(s1.layers, s2.layers):
-        assert a.kv.length == b.kv.length
+        assert a.kv.length == b.kv.length and a.position == b.position
         close(a.kv.k[:, :a.kv.length], b.kv.k[:, :b.kv.length], 1e-6)
         close(a.kv.v[:, :a.kv.length], b.kv.v[:, :b.kv.length], 1e-6)
         ma, mb = a.memory, b.memory
@@ -91,6 +91,15 @@ def test_continuation_is_exact_and_the_training_form_equals_streaming(cuts):
     whole = bb.init_state()
     bb.forward(whole, x)
     states_equal(state, whole)
+
+
+@torch.no_grad()
+def test_a_batch_of_sequences_is_each_sequence_alone():
+    x = torch.stack([ids(T), ids(T, seed=4)])
+    bb, _ = titan()
+    both = bb.train_forward(x)
+    for b in range(2):
+        close(both[b], bb.train_forward(x[b:b + 1])[0])
 
 
 @torch.no_grad()
