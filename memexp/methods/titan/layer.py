@@ -45,6 +45,7 @@ class TitanBlock(nn.Module):
             self.gate = nn.Linear(hidden, heads * head_dim)
             nn.init.zeros_(self.gate.weight)
             nn.init.constant_(self.gate.bias, logit(GATE_INIT))
+        self.stats: dict[str, torch.Tensor] | None = None  # see NeuralMemory.stats (here: the gate's mean)
         self.value_mix = None
         if value_mix:
             self.value_mix = nn.Linear(hidden, kv_heads)
@@ -130,6 +131,8 @@ class TitanLayer(Layer):
                                 state.memory, start)
             lam = torch.sigmoid(block.gate(h.float())).view(B, T, c.num_attention_heads, hd)
             lam = lam * (ctx.positions >= self.segment).to(lam.dtype)[None, :, None, None]
+            if block.stats is not None:
+                block.stats["lambda"] = lam.detach().mean()
             o = torch.lerp(o.float(), read, lam).to(o.dtype)
         state.position += T
         x = x + attn.o_proj(o.reshape(B, T, -1))

@@ -59,6 +59,24 @@ class TitanModules(nn.Module):
             blocks[str(i)] = TitanBlock(D, H, Hk, hd, memory, value_mix=cfg.value_residual and i != indices[0])
         self.layers = nn.ModuleDict(blocks)
 
+    def record_stats(self, on: bool = True) -> None:
+        """Start (or stop) keeping each layer's last-call figures for training curves (`stats`)."""
+        for block in self.layers.values():
+            block.stats = {} if on else None
+            if block.memory is not None:
+                block.memory.stats = {} if on else None
+
+    def stats(self) -> dict[str, float]:
+        """`layer<i>/<name>` -> the last forward call's mean of lambda (the gate, zero before the first
+        chunk), theta, eta, alpha and the unweighted inner loss before each update (recorded only
+        after `record_stats()`; a figure appears once a call has produced it)."""
+        out = {}
+        for i, block in self.layers.items():
+            for source in (block.stats, None if block.memory is None else block.memory.stats):
+                for name, value in (source or {}).items():
+                    out[f"layer{i}/{name}"] = float(value)
+        return out
+
     def spec(self) -> dict:
         """What the file must match: the config (less its path) and the backbone shapes."""
         config = {k: v for k, v in asdict(self.cfg).items() if k not in ("name", "memory_path")}

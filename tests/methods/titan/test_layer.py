@@ -190,3 +190,17 @@ def test_the_cache_keeps_mixed_values_and_the_memory_the_raw_ones():
     close(layer1.kv.v[:, :3], v0, 1e-6)
     close(layer1.memory.pending_v.transpose(1, 2), v1, 1e-6)
     assert (v0 - v1).abs().max() > 1e-3
+
+
+@torch.no_grad()
+def test_training_curves_read_each_layers_gate_rates_and_inner_loss():
+    bb, modules = titan()
+    bb.train_forward(ids(T)[None])
+    assert modules.stats() == {}  # nothing is kept unless asked
+    modules.record_stats()
+    bb.train_forward(ids(T)[None])
+    stats = modules.stats()
+    assert set(stats) == {f"layer{i}/{n}" for i in range(3) for n in ("lambda", "theta", "eta", "alpha", "inner_loss")}
+    assert all(0 < stats[f"layer{i}/{n}"] < 1 for i in range(3) for n in ("lambda", "theta", "eta", "alpha"))
+    modules.record_stats(False)
+    assert modules.stats() == {}
