@@ -48,7 +48,8 @@ LOCATION_FIELDS = ("cache_dir",)
 HUB_FIELDS = ("pretrained", "tokenizer")
 # A string is read as a path only in a path field or when written like one, so that a name
 # (`backbone.name=tiny_gdn`) never turns into a fingerprint because the cwd holds such a folder.
-PATH_FIELDS = (*HUB_FIELDS, "init_from")
+# `method.adapter` (a read-adapter folder) enters by content: retrained adapters are a new run.
+PATH_FIELDS = (*HUB_FIELDS, "init_from", "adapter")
 
 
 def file_fingerprint(path: Path) -> dict[str, Any]:

@@ -24,8 +24,23 @@ CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "recipe"
 
 def _recipes() -> dict:
     from memexp.training import tiny_gdn
+    from memexp.training.notebank_lora import recipe as notebank_lora
+    from memexp.training.notebank_lora import train as notebank_lora_train
 
-    return {"tiny_gdn": (tiny_gdn.TinyGDNRecipe, tiny_gdn.run)}
+    return {"tiny_gdn": (tiny_gdn.TinyGDNRecipe, tiny_gdn.run),
+            "notebank_lora": (notebank_lora.NoteBankLoRARecipe, notebank_lora_train.run)}
+
+
+def _backbone_layer(name: str, node, overrides: list[str]) -> None:
+    """A recipe with a `backbone` field takes conf/recipe/<name>_<backbone>.yaml (that backbone's
+    settings, e.g. its adapter placement) over its own YAML, before the command's overrides."""
+    if "backbone" not in node:
+        return
+    chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("backbone=")]
+    backbone = chosen[-1] if chosen else node.backbone
+    layer = CONF_DIR / f"{name}_{backbone}.yaml"
+    if layer.is_file():
+        node.merge_with(OmegaConf.load(layer))
 
 
 def load_recipe(argv: list[str]):
@@ -41,6 +56,7 @@ def load_recipe(argv: list[str]):
         raise ConfigError(f"{bad[0]!r}: expected field=value")
     try:
         node = OmegaConf.load(CONF_DIR / f"{name}.yaml")
+        _backbone_layer(name, node, overrides)
         for override in overrides:
             key, value = override.split("=", 1)
             # a dot path may index into lists (stages.0.steps), which from_dotlist cannot merge
