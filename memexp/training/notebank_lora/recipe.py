@@ -54,7 +54,7 @@ class DataConfig:
     question_marker: str = "Question:"
     answer_marker: str = "Answer:"
     # the gold-document identifier trailer after an answer, removed (regex; memexp's reading of the layout)
-    trailer_pattern: str = r"\s*\(?\[?(?:gold|Gold|GOLD)[ _-]?(?:document|doc|passage)[^\n]*$"
+    trailer_pattern: str = r"(?i)\s*[\[(]?gold[ _-]?(?:document|doc|passage)\b[^\n]*$"
     max_context_chars: int = 16000
     min_answer_words: int = 1
     max_answer_words: int = 24
