@@ -104,6 +104,9 @@ def hub_files(d: DataConfig, download: bool = False) -> Path:
     try:
         return Path(snapshot_download(d.hub_id, repo_type="dataset", local_files_only=not download))
     except Exception as e:  # offline, no cached snapshot, or a hub error: say how to get the data
+        if download:
+            raise ConfigError(f"{d.hub_id}: download failed ({type(e).__name__}); on a machine without the hub, "
+                              f"pass recipe.data_path=<local copy>") from None
         raise ConfigError(f"recipe.data_path is null and {d.hub_id} is not available here ({type(e).__name__}); "
                           f"fetch it with `python -m memexp data recipe=notebank_lora` on a connected machine, "
                           f"or pass recipe.data_path=<local copy>") from None
