@@ -131,7 +131,7 @@ def ruler_examples(d: DataConfig, tokenizer) -> list[TextExample]:
     out = []
     with tempfile.TemporaryDirectory() as cache:
         bench = Ruler(RulerConfig(tasks=list(d.tasks), lengths=list(d.lengths), num_samples=d.samples, seed=d.seed,
-                                  cache_dir=cache))
+                                  cache_dir=cache, **d.ruler))
         for length in d.lengths:
             for task in d.tasks:
                 for ex in bench.task_examples(task, length, tokenizer):

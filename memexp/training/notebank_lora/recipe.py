@@ -70,6 +70,7 @@ class DataConfig:
     lengths: list[int] = field(default_factory=lambda: [1024])
     seed: int = 1000  # RULER streams "<task>/<seed>/<i>": evaluation uses 42 (and its own other seeds)
     samples: int = 100  # per task and length
+    ruler: dict = field(default_factory=dict)  # more RulerConfig fields for the generator (an essay source)
 
     def check(self) -> None:
         _choice("recipe.data.source", self.source, SOURCES)
@@ -101,7 +102,8 @@ class NoteBankLoRARecipe:
     backbone: str = "gdn"  # a conf/backbone option; its NoteBank settings come with it
     overrides: list[str] = field(default_factory=list)  # run-config overrides, e.g. [backbone.pretrained=/dir]
     replay: bool = True  # false: the Table 4 control, Plain + LoRA (no notes, no replay), same data and budget
-    notebank: dict = field(default_factory=dict)  # NoteBank fields over the backbone's, e.g. {replay_budget: 1}
+    # NoteBank fields over the backbone's own (conf/method_for_backbone/), e.g. {replay_budget: 1}; null = none
+    notebank: Optional[dict] = None
     lora: Placement = field(default_factory=Placement)
     data: DataConfig = field(default_factory=DataConfig)
     data_path: Optional[str] = None  # a local copy of the data (nq); null = the hub (online)
@@ -143,7 +145,7 @@ class NoteBankLoRARecipe:
             raise ConfigError(f"recipe.betas={self.betas!r}: two numbers in [0, 1)")
         if self.replace_assets and not self.asset:
             raise ConfigError("recipe.replace_assets=true: name recipe.asset, the folder under memexp/assets")
-        bad = [k for k in self.notebank if k in ("name", "adapter")]
+        bad = [k for k in (self.notebank or {}) if k in ("name", "adapter")]
         if bad:
             raise ConfigError(f"recipe.notebank.{bad[0]}: not a NoteBank setting a recipe may change")
 
