@@ -168,3 +168,23 @@ def test_paper_placements_resolve_per_backbone():
         assert len(recipe.lora.targets()) == count and (recipe.steps, recipe.accumulate, recipe.lr) == (600, 4, 5e-4)
     assert load_recipe(["recipe=notebank_lora", "backbone=mamba2", "output=/tmp/u"])[0].lora.rows == \
         {"*.in_proj": ["xBC"]}
+
+
+def test_wandb_curves_when_the_logger_is_on(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    logged, finished = [], []
+
+    class FakeRun:
+        def log(self, row, step):
+            logged.append((step, row))
+
+        def finish(self):
+            finished.append(True)
+
+    monkeypatch.setitem(sys.modules, "wandb", types.SimpleNamespace(init=lambda **kw: FakeRun()))
+    run(tiny(tmp_path, "w", "steps=3", "logger.name=wandb", "logger.mode=offline"), log=lambda line: None)
+    assert [step for step, _ in logged] == [1, 2, 3] and finished == [True]
+    assert set(logged[0][1]) == {"train/loss", "train/lr", "train/grad_norm", "train/tokens_per_s"}
+    assert all(row["train/lr"] == 5e-3 and row["train/loss"] > 0 for _, row in logged)

@@ -231,6 +231,8 @@ def _logger(recipe: NoteBankLoRARecipe, out: Path):
     def log_row(row: dict, rate: float) -> None:
         run.log({"train/loss": row["loss"], "train/lr": row["lr"], "train/grad_norm": row["grad_norm"],
                  "train/tokens_per_s": rate}, step=row["step"])
+        if row["step"] == recipe.steps:
+            run.finish()
     return log_row
 
 
