@@ -142,6 +142,9 @@ def identity(cfg_dict: dict, fetch: bool = False) -> dict[str, Any]:
     if isinstance(semantic.get("bench"), dict) and semantic["bench"].get("shard", "") is None:
         # an unsharded run is keyed as before bench.shard existed
         semantic["bench"] = {k: v for k, v in semantic["bench"].items() if k != "shard"}
+    if isinstance(semantic.get("method"), dict) and semantic["method"].get("adapter", "") is None:
+        # a run without read adapters is keyed as before method.adapter existed
+        semantic["method"] = {k: v for k, v in semantic["method"].items() if k != "adapter"}
     bench = cfg_dict.get("bench", {}).get("name")
     entry = BENCHES.get(bench) if bench in BENCHES else None
     return {
