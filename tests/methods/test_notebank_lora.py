@@ -163,3 +163,15 @@ def test_the_adapter_enters_the_run_identity_by_content(backbone, tmp_path):
     keys = [run_key(load_config(["method=notebank", f"method.adapter={p}"]))[0] for p in (a, b, c)]
     plain = run_key(load_config(["method=notebank"]))[0]
     assert keys[0] == keys[1] and keys[0] != keys[2] and plain not in keys
+
+
+def test_a_run_with_another_backbones_adapter_stops_in_the_run_checks(backbone, tmp_path):
+    from memexp.app import load_config
+    from memexp.run_checks import check_run
+
+    folder = make_adapter(backbone, tmp_path / "a", 0.0)
+    check_run(load_config(["backbone=tiny_gdn", "method=plain", f"method.adapter={folder}"]))
+    cfg = load_config(["backbone=tiny_gdn_random", "method=notebank", f"method.adapter={folder}"])
+    with pytest.raises(ConfigError) as e:
+        check_run(cfg)
+    assert "\n" not in str(e.value) and "trained on tiny_gdn" in str(e.value)

@@ -188,3 +188,14 @@ def test_wandb_curves_when_the_logger_is_on(tmp_path, monkeypatch):
     assert [step for step, _ in logged] == [1, 2, 3] and finished == [True]
     assert set(logged[0][1]) == {"train/loss", "train/lr", "train/grad_norm", "train/tokens_per_s"}
     assert all(row["train/lr"] == 5e-3 and row["train/loss"] > 0 for _, row in logged)
+
+
+def test_memexp_data_for_a_recipe_says_what_it_can(monkeypatch):
+    from memexp.data import download_recipe
+
+    with pytest.raises(ConfigError, match="made locally"):
+        download_recipe(["recipe=notebank_lora", "backbone=tiny_gdn"])
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConfigError) as e:
+        download_recipe(["recipe=notebank_lora", "backbone=gdn"])
+    assert "\n" not in str(e.value) and "recipe.data_path" in str(e.value)
