@@ -126,6 +126,9 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path):
     again = []
     run(tiny(tmp_path, "cut"), log=again.append)  # finished: nothing to do
     assert "already trained" in again[0]
+    with pytest.raises(ConfigError) as e:  # a finished adapter of another recipe is not overwritten
+        run(tiny(tmp_path, "cut", "steps=7"), log=lambda line: None)
+    assert "\n" not in str(e.value) and "recipe.steps differs" in str(e.value)
 
 
 def test_a_checkpoint_of_another_recipe_is_not_resumed(tmp_path):

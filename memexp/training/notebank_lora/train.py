@@ -119,12 +119,18 @@ def resume(out: Path, recipe, lora, opt) -> tuple[int, list]:
 
 
 def already_done(out: Path, recipe) -> dict | None:
+    """The record of a finished adapter of this recipe in `out`, None when there is none; a
+    finished adapter of another recipe is never overwritten (one-line ConfigError)."""
     meta = out / META_FILE
-    if meta.exists() and not (out / CHECKPOINT).exists():
-        record = json.loads(meta.read_text())
-        if record.get("recipe_semantic") == json.loads(json.dumps(semantic(recipe))):
-            return record
-    return None
+    if not meta.exists() or (out / CHECKPOINT).exists():
+        return None
+    record = json.loads(meta.read_text())
+    mine = json.loads(json.dumps(semantic(recipe)))
+    if record.get("recipe_semantic") != mine:
+        differs = next((k for k in mine if record.get("recipe_semantic", {}).get(k) != mine[k]), "recipe")
+        raise ConfigError(f"recipe.output={out}: holds an adapter of another recipe (recipe.{differs} differs); "
+                          f"choose another recipe.output")
+    return record
 
 
 def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
