@@ -31,6 +31,11 @@ def _recipes() -> dict:
             "notebank_lora": (notebank_lora.NoteBankLoRARecipe, notebank_lora_train.run)}
 
 
+def recipe_names() -> list[str]:
+    """The recipes `recipe=` accepts (conf/recipe/ also holds their per-backbone files)."""
+    return list(_recipes())
+
+
 def _backbone_layer(name: str, node, overrides: list[str]) -> None:
     """A recipe with a `backbone` field takes conf/recipe/<name>_<backbone>.yaml (that backbone's
     settings, e.g. its adapter placement) over its own YAML, before the command's overrides."""
