@@ -88,6 +88,11 @@ def _data(argv: list[str]) -> int:
     from memexp.data import download
     from memexp.paths import rebase_cache, use_root
 
+    if any(a.startswith("recipe=") for a in argv):  # a training recipe's data (memexp.data.download_recipe)
+        from memexp.data import download_recipe
+
+        print(f"[memexp] recipe data cached at {download_recipe(argv)}")
+        return 0
     cfg = load_config(argv)
     use_root(cfg.paths.root)
     path = download(rebase_cache(cfg.bench))

@@ -43,7 +43,8 @@ def _train() -> str:
 
     recipe, _ = load_recipe([])
     return ("python -m memexp train [recipe=<name>] [field=value ...]: run a training recipe.\n\n"
-            f"  recipe: {', '.join(RECIPES.names())} (conf/recipe/<name>.yaml)\n\n"
+            f"  recipe: {', '.join(RECIPES.names())} (conf/recipe/<name>.yaml, with <name>_<backbone>.yaml for "
+            f"the recipe's backbone=)\n\n"
             "Fields of recipe=tiny_gdn (dot paths; list items by index):\n" + _options(_fields(recipe)) +
             "\n\nExample:\n  python -m memexp train recipe=tiny_gdn seed=1 stages.0.steps=2 output=/tmp/ckpt")
 

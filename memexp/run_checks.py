@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from memexp.config import ConfigError, RunConfig
+from memexp.methods.read_adapter import check_backbone
 
 # method fields measured in context tokens: longer than every context, they cannot do what they say
 CONTEXT_FIELDS = ("chunk_size", "span_budget", "window")
@@ -28,6 +29,8 @@ def check_run(cfg: RunConfig) -> None:
         check_writable("bench.cache_dir", cache)
     check_context_fields(cfg)
     check_model_shape(cfg.backbone.model)
+    # a read adapter trained on another backbone stops here, before the model loads
+    check_backbone(getattr(cfg.method, "adapter", None), cfg.backbone)
 
 
 def _cuda() -> bool:

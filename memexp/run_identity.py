@@ -48,7 +48,8 @@ LOCATION_FIELDS = ("cache_dir",)
 HUB_FIELDS = ("pretrained", "tokenizer")
 # A string is read as a path only in a path field or when written like one, so that a name
 # (`backbone.name=tiny_gdn`) never turns into a fingerprint because the cwd holds such a folder.
-PATH_FIELDS = (*HUB_FIELDS, "init_from")
+# `method.adapter` (a read-adapter folder) enters by content: retrained adapters are a new run.
+PATH_FIELDS = (*HUB_FIELDS, "init_from", "adapter")
 
 
 def file_fingerprint(path: Path) -> dict[str, Any]:
@@ -141,6 +142,9 @@ def identity(cfg_dict: dict, fetch: bool = False) -> dict[str, Any]:
     if isinstance(semantic.get("bench"), dict) and semantic["bench"].get("shard", "") is None:
         # an unsharded run is keyed as before bench.shard existed
         semantic["bench"] = {k: v for k, v in semantic["bench"].items() if k != "shard"}
+    if isinstance(semantic.get("method"), dict) and semantic["method"].get("adapter", "") is None:
+        # a run without read adapters is keyed as before method.adapter existed
+        semantic["method"] = {k: v for k, v in semantic["method"].items() if k != "adapter"}
     bench = cfg_dict.get("bench", {}).get("name")
     entry = BENCHES.get(bench) if bench in BENCHES else None
     return {

@@ -2,11 +2,15 @@
 
     python scripts/bench_adapters.py                 # tiny_gdn, ~1K-token context, 16 generated tokens
     python scripts/bench_adapters.py --threads 2 --toggles 2000
+    python scripts/bench_adapters.py --backbone tiny_gdn_words --method-adapter memexp/assets/tiny_gdn_words_lora/notebank
 
 NoteBank-LoRA enters `adapters.enabled()` for replay and answering and leaves it after, once
 per question, so the switch must be negligible next to answering. One process measures, side
 by side: entering + leaving the context manager (median over many toggles), and answering one
 question from a copy of the context state (question + 16 greedy tokens), adapters off and on.
+With `--method-adapter <dir>` it also times NB-LoRA itself (issue 17): `NoteBank.answer` with that
+adapter folder (probe, route, replay, question, 16 tokens) against the switch the method makes
+(`method.adapter.on(backbone)`, entered and left once per question).
 """
 
 from __future__ import annotations
@@ -50,6 +54,39 @@ def time_toggle(adapters, toggles: int) -> float:
     return statistics.median(batches)
 
 
+def time_method(backbone, adapter: str, ids: list[int], question_text: str, new_tokens: int, repeats: int,
+                toggles: int) -> tuple[float, float, int]:
+    """(median NB-LoRA answer seconds, median seconds of one switch on + off, replay tokens)."""
+    from memexp.app import load_config
+    from memexp.benchmarks.base import Question
+    from memexp.methods import build_method
+
+    cfg = load_config([f"backbone={backbone.name}", "method=notebank", f"method.adapter={adapter}"]).method
+    method = build_method(cfg)
+    method.prepare(backbone)
+    memory = method.read(backbone, [backbone.tokenizer.bos_id, *ids] if backbone.tokenizer.bos_id is not None else ids)
+    question = Question("q", question_text, [""], "string_match_all", new_tokens, min_new_tokens=new_tokens)
+    q_ids = backbone.tokenizer.encode(question_text)
+    method.answer(backbone, memory, q_ids, question, stop=[])  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        answer = method.answer(backbone, memory, q_ids, question, stop=[])
+        times.append(time.perf_counter() - t0)
+    switch = time_toggle(_Slot(method.adapter, backbone), toggles)
+    return statistics.median(times), switch, answer.tokens["replay"]
+
+
+class _Slot:
+    """`enabled()` over a method's adapter slot, so `time_toggle` times what the method enters."""
+
+    def __init__(self, slot, backbone) -> None:
+        self.slot, self.backbone = slot, backbone
+
+    def enabled(self):
+        return self.slot.on(self.backbone)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backbone", default="tiny_gdn")
@@ -59,6 +96,7 @@ def main() -> None:
     p.add_argument("--toggles", type=int, default=2000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rank", type=int, default=8)
+    p.add_argument("--method-adapter", default=None, help="an adapter folder: also time NB-LoRA's answer")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -80,6 +118,11 @@ def main() -> None:
     print(f"| answer, adapters off | {answer_off:.4f} | 1 |")
     print(f"| answer, adapters on | {answer_on:.4f} | {answer_on / answer_off:.3f} |")
     print(f"| enter + leave `enabled()` | {toggle:.2e} | {toggle / answer_off:.2e} |")
+    if args.method_adapter:
+        nb, switch, replay = time_method(bb, args.method_adapter, ids, " Question: what is the code word for box 123? "
+                                         "Answer:", args.new_tokens, args.repeats, args.toggles)
+        print(f"| NB-LoRA answer ({replay} replay tokens, {args.new_tokens} new) | {nb:.4f} | {nb / answer_off:.3f} |")
+        print(f"| NB-LoRA switch `method.adapter.on` | {switch:.2e} | {switch / nb:.2e} of NB-LoRA's answer |")
 
 
 if __name__ == "__main__":

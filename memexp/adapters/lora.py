@@ -188,7 +188,7 @@ class LoRA(nn.Module):
         saved = spec["modules"]
         rows = {name: normalise_rows(m["rows"], m["out_features"], name) for name, m in saved.items()}
         lora = cls(model, config, rows=rows)
-        if lora.names != list(saved):
+        if set(lora.names) != set(saved):  # as sets: the spec file stores the modules sorted by name
             missing = sorted(set(saved) - set(lora.names))
             extra = sorted(set(lora.names) - set(saved))
             raise AdapterError(f"the targets resolve to other modules here: saved but absent {missing[:3]}, "

@@ -217,15 +217,23 @@ class LayerStackBackbone(Backbone):
         state.position += ids.numel()
         return self.model.lm_head(self._final_norm(last)).float()
 
-    def train_forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def train_forward(self, ids: torch.Tensor, state: StackState | None = None) -> torch.Tensor:
         """ids [B, T] from the zero state -> logits [B, T, vocab] in the compute dtype, through
-        the same layer calls as `forward` with autograd left on (the whole T as one chunk)."""
+        the same layer calls as `forward` with autograd left on (the whole T as one chunk).
+        With `state` (batch 1, e.g. a context read by `forward`), from that state instead,
+        which is advanced as `forward` advances it: a read adapter trains on the readout that
+        follows a context (memexp.training.notebank_lora)."""
         ids = torch.as_tensor(ids, device=self.device)
         if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] == 0:
             raise ValueError(f"train_forward expects int64 ids [B, T] with T >= 1, got {ids.dtype} {list(ids.shape)}")
         B, T = ids.shape
-        states = [layer.init_state(self.state_spec(B)) for layer in self.layers]
-        hidden = self._run_layers(self._embed(ids), states, self._context(0, T, 0, None))
+        if state is not None and B != 1:
+            raise ValueError(f"train_forward from a state reads one sequence (B = 1), got B = {B}")
+        states = [layer.init_state(self.state_spec(B)) for layer in self.layers] if state is None else state.layers
+        first = 0 if state is None else state.position
+        hidden = self._run_layers(self._embed(ids), states, self._context(first, T, 0, None))
+        if state is not None:
+            state.position += T
         return self.model.lm_head(self._final_norm(hidden))
 
     def _context(self, first: int, length: int, start: int, observer: Observer | None) -> LayerContext:

@@ -10,6 +10,7 @@ from memexp.backbones.base import Backbone, State, Stopwatch
 from memexp.benchmarks.base import Question
 from memexp.config import PlainConfig
 from memexp.methods.base import Answer, Memory, Method
+from memexp.methods.read_adapter import AdapterSlot
 from memexp.methods.rescale import apply_rescale
 
 
@@ -28,6 +29,10 @@ class Plain(Method[None]):
 
     def __init__(self, cfg: PlainConfig | None = None) -> None:
         self.cfg = cfg or PlainConfig()
+        self.adapter = AdapterSlot(self.cfg.adapter)
+
+    def prepare(self, backbone: Backbone) -> None:
+        self.adapter.prepare(backbone)
 
     def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[None]:
         state, seconds = prefill(backbone, context_ids)
@@ -38,6 +43,7 @@ class Plain(Method[None]):
         watch = Stopwatch()
         state = memory.state.clone()
         apply_rescale(state, self.cfg.rescale)
-        with watch.stage("generate"):
+        with watch.stage("generate"), self.adapter.on(backbone):  # Plain + LoRA: on for question and answer
             ids = backbone.generate(state, question_ids, question.max_new_tokens, stop, question.min_new_tokens)
-        return Answer(ids=ids, seconds=watch.seconds, tokens={"question": len(question_ids), "generated": len(ids)})
+        return Answer(ids=ids, seconds=watch.seconds, stats=self.adapter.record(),
+                      tokens={"question": len(question_ids), "generated": len(ids)})

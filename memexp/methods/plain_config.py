@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from memexp.config import MethodConfig
+from memexp.methods.read_adapter import check_adapter_field
 from memexp.methods.rescale import check_rescale
 from memexp.registry import METHODS
 
@@ -19,9 +20,13 @@ class PlainConfig(MethodConfig):
     # lambda applied to the recurrent state after the context, before the question (App. C.3's
     # matched control for NoteBank's rescale); null = none
     rescale: Optional[float] = None
+    # a read-adapter folder (memexp train recipe=notebank_lora recipe.replay=false: the paper's
+    # Table 4 Plain + LoRA control), on for the question and the answer; null = none
+    adapter: Optional[str] = None
 
     def __post_init__(self) -> None:
         check_rescale(self.rescale)
+        check_adapter_field(self.adapter)
 
 
 @dataclass
@@ -34,6 +39,7 @@ class CleanStartConfig(PlainConfig):
 
     def __post_init__(self) -> None:
         check_rescale(self.rescale, allow_none=False)
+        check_adapter_field(self.adapter)
 
 
 # adds_flops=False: the paper's Plain reading, so the cost model counts no added FLOPs (memexp.costs)

@@ -23,6 +23,18 @@ from memexp.registry import RECIPES
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "recipe"
 
 
+def _backbone_layer(name: str, node, overrides: list[str]) -> None:
+    """A recipe with a `backbone` field takes conf/recipe/<name>_<backbone>.yaml (that backbone's
+    settings, e.g. its adapter placement) over its own YAML, before the command's overrides."""
+    if "backbone" not in node:
+        return
+    chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("backbone=")]
+    backbone = chosen[-1] if chosen else node.backbone
+    layer = CONF_DIR / f"{name}_{backbone}.yaml"
+    if layer.is_file():
+        node.merge_with(OmegaConf.load(layer))
+
+
 def load_recipe(argv: list[str]):
     """(validated recipe, its run function) from `recipe=<name>` and dot-path overrides."""
     names = [a.split("=", 1)[1] for a in argv if a.startswith("recipe=")]
@@ -35,6 +47,7 @@ def load_recipe(argv: list[str]):
         raise ConfigError(f"{bad[0]!r}: expected field=value")
     try:
         node = OmegaConf.load(CONF_DIR / f"{name}.yaml")
+        _backbone_layer(name, node, overrides)
         for override in overrides:
             key, value = override.split("=", 1)
             # a dot path may index into lists (stages.0.steps), which from_dotlist cannot merge

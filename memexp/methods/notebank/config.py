@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from memexp.config import ConfigError, MethodConfig, _at_least, _choice
+from memexp.methods.read_adapter import check_adapter_field
 from memexp.methods.rescale import check_rescale
 from memexp.registry import METHODS, ROUTERS
 
@@ -31,6 +32,9 @@ class NoteBankConfig(MethodConfig):
     # states its own in conf/method_for_backbone/notebank_<backbone>.yaml.
     note_separator: str = ""  # text between replayed notes
     replay_suffix: str = ""  # text between the replayed notes and the question
+    # NB-LoRA (App. B.4): a read-adapter folder (memexp train recipe=notebank_lora), off while
+    # reading, writing, probing and routing, on for replay, question and answer; null = NB-TF
+    adapter: Optional[str] = None
 
     def __post_init__(self) -> None:
         _choice("method.write_budget", self.write_budget, (1, 2))
@@ -44,6 +48,7 @@ class NoteBankConfig(MethodConfig):
         check_rescale(self.rescale)
         if self.router not in ROUTERS:
             raise ConfigError(ROUTERS.unknown_message(self.router))
+        check_adapter_field(self.adapter)
 
 
 # NoteBank writes and addresses notes in the backbone's recurrent channels (config.validate checks it).

@@ -6,7 +6,9 @@ answer: probe the question on a throwaway copy of the state         -> stage "pr
         pick notes (`router`)                                       -> stage "route"
         replay the notes on another copy (`readout`)                -> stage "replay"
         read the question and generate                              -> stage "generate"
-An empty archive means no probe and no replay.
+An empty archive means no probe and no replay. With `method.adapter` (NB-LoRA, App. B.4) the
+read adapters are on for replay, question and generation only, so the archive, the probe and
+the selected notes are NoteBank-TF's.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from memexp.methods.notebank.readout import read_out, replay_sequence
 from memexp.methods.notebank.router import RouteRequest, Selection, build_router
 from memexp.methods.notebank.sentences import sentence_end_table
 from memexp.methods.notebank.writer import read_and_write
+from memexp.methods.read_adapter import AdapterSlot
 
 
 class NoteBank(Method[Archive]):
@@ -34,6 +37,10 @@ class NoteBank(Method[Archive]):
         self.router = build_router(self.cfg.router, self.cfg.replay_budget, self.cfg.router_seed)
         self._addressing: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._formats: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.adapter = AdapterSlot(self.cfg.adapter)
+
+    def prepare(self, backbone: Backbone) -> None:
+        self.adapter.prepare(backbone)
 
     def addressing(self, backbone: Backbone) -> tuple[ChannelLayout, AddressCompactor]:
         """The backbone's channel layout and the fixed compaction shared by notes and questions."""
@@ -64,20 +71,10 @@ class NoteBank(Method[Archive]):
         watch = Stopwatch()
         archive = memory.extra
         question_ids = [int(i) for i in question_ids]
-        probed = bool(len(archive) and question_ids and self.router.needs_probe)
-        selection = Selection([], None)
-        if probed:
-            with watch.stage("probe"):
-                queries = self._probe(backbone, memory, question_ids)
-        if len(archive) and question_ids:
-            with watch.stage("route"):
-                request = RouteRequest(question, backbone.tokenizer, queries if probed else None, question_ids,
-                                       backbone.input_embeddings)
-                selection = self.router.route(archive, request)
-        with watch.stage("replay"):
-            replay = replay_sequence(archive, selection.notes, *self.replay_format(backbone.tokenizer))
+        selection, replay, probed = self.select(backbone, memory, question_ids, question, watch)
         state = memory.state.clone()
-        ids = read_out(backbone, state, replay, question_ids, question, stop, self.cfg.rescale, watch)
+        with self.adapter.on(backbone):
+            ids = read_out(backbone, state, replay, question_ids, question, stop, self.cfg.rescale, watch)
         selected = []
         for k, i in enumerate(selection.notes):
             chunk, start, end = archive.spans[i].tolist()
@@ -95,10 +92,30 @@ class NoteBank(Method[Archive]):
             "replay_tokens": len(replay),
             "replay_note_tokens": int(sum(e["end"] - e["start"] for e in selected)),
             "selected": selected,
+            **self.adapter.record(),
         }
         tokens = {"question": len(question_ids), "replay": len(replay), "probe": len(question_ids) if probed else 0,
                   "generated": len(ids)}
         return Answer(ids=ids, seconds=watch.seconds, stats=stats, tokens=tokens)
+
+    def select(self, backbone: Backbone, memory: Memory[Archive], question_ids: list[int], question: Question,
+               watch: Stopwatch) -> tuple[Selection, list[int], bool]:
+        """(the routed notes, the replay ids, whether the question was probed): probe and route
+        with the adapters off (NB-TF's exactly); also what `memexp train recipe=notebank_lora` replays."""
+        archive = memory.extra
+        probed = bool(len(archive) and question_ids and self.router.needs_probe)
+        selection = Selection([], None)
+        if probed:
+            with watch.stage("probe"):
+                queries = self._probe(backbone, memory, question_ids)
+        if len(archive) and question_ids:
+            with watch.stage("route"):
+                request = RouteRequest(question, backbone.tokenizer, queries if probed else None, question_ids,
+                                       backbone.input_embeddings)
+                selection = self.router.route(archive, request)
+        with watch.stage("replay"):
+            replay = replay_sequence(archive, selection.notes, *self.replay_format(backbone.tokenizer))
+        return selection, replay, probed
 
     def _probe(self, backbone: Backbone, memory: Memory[Archive], question_ids: list[int]):
         """The question's compacted native queries, read from a copy of the state that is then dropped."""

@@ -1,0 +1,154 @@
+"""The notebank_lora recipe's schema (NoteBank paper App. C.4), filled by conf/recipe/notebank_lora.yaml
+and the backbone's conf/recipe/notebank_lora_<backbone>.yaml (its adapter placement, App. B.4).
+
+What the paper leaves open is a field here with memexp's default, marked "memexp's choice":
+the learning-rate schedule (constant), the Adam betas (PyTorch's), the prompt template, and
+how a context over the character cap is cut (at the last document boundary before it).
+Light (no torch): `memexp train` validates a recipe before it loads any model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from memexp.config import ConfigError, LoggerConfig, _at_least, _choice
+
+SOURCES = ("nq", "ruler")
+SCHEDULES = ("constant", "cosine")
+
+
+@dataclass
+class Placement:
+    """Which projections get adapters: `modules` (names with `{layer}`) in each of `layers`."""
+
+    layers: Optional[list[int]] = None  # zero-indexed; null = this backbone has no placement file
+    modules: list[str] = field(default_factory=list)  # e.g. "model.layers.{layer}.attn.q_proj"
+    rows: dict[str, list[str]] = field(default_factory=dict)  # glob -> fused parts, e.g. {"*.in_proj": [xBC]}
+    rank: int = 8  # r
+    alpha: float = 16.0  # the update is scaled by alpha / r
+    dropout: float = 0.0
+    seed: int = 0  # A's initialisation (B starts at zero)
+
+    def targets(self) -> list[str]:
+        return [m.format(layer=i) for i in self.layers for m in self.modules]
+
+
+@dataclass
+class DataConfig:
+    """Where the training examples come from.
+
+    `nq`: the Natural Questions-derived rows of the fine-tune collection, read from `data_path`
+    (a .jsonl, .json or .parquet file, or a folder of them) or the hub. Each row's `text_field`
+    holds the prompt (documents, then `question_marker` + question, then `answer_marker`) and the
+    answer; rows without both markers or without a `document_marker` are other sources and skipped.
+    `ruler`: examples of memexp's RULER generator (tasks x lengths) on the training `seed`, never
+    an evaluation seed; the tiny recipes use it.
+    """
+
+    source: str = "nq"
+    hub_id: str = "emozilla/Long-Data-Collections-Fine-Tune"
+    hub_split: str = "train"
+    text_field: str = "text"
+    document_marker: str = "Document ["  # marks an NQ multi-document row (and where documents start)
+    question_marker: str = "Question:"
+    answer_marker: str = "Answer:"
+    # the gold-document identifier trailer after an answer, removed (regex; memexp's reading of the layout)
+    trailer_pattern: str = r"(?i)\s*[\[(]?gold[ _-]?(?:document|doc|passage)\b[^\n]*$"
+    max_context_chars: int = 16000
+    min_answer_words: int = 1
+    max_answer_words: int = 24
+    examples: int = 2400  # drawn once, without replacement, after one shuffle with shuffle_seed
+    shuffle_seed: int = 0
+    max_target_tokens: int = 47  # answer tokens kept; EOS follows
+    # memexp's choice: the prompt around the parsed parts (the context is read with BOS first)
+    context_template: str = "{context}"
+    question_template: str = "\n\nQuestion: {question}\nAnswer:"
+    answer_template: str = " {answer}"
+    # source=ruler
+    tasks: list[str] = field(default_factory=lambda: ["niah_single_1"])
+    lengths: list[int] = field(default_factory=lambda: [1024])
+    seed: int = 1000  # RULER streams "<task>/<seed>/<i>": evaluation uses 42 (and its own other seeds)
+    samples: int = 100  # per task and length
+    ruler: dict = field(default_factory=dict)  # more RulerConfig fields for the generator (an essay source)
+
+    def check(self) -> None:
+        _choice("recipe.data.source", self.source, SOURCES)
+        _at_least("recipe.data.max_context_chars", self.max_context_chars, 1)
+        _at_least("recipe.data.min_answer_words", self.min_answer_words, 1)
+        if self.max_answer_words < self.min_answer_words:
+            raise ConfigError(f"recipe.data.max_answer_words={self.max_answer_words}: must be >= "
+                              f"min_answer_words={self.min_answer_words}")
+        _at_least("recipe.data.examples", self.examples, 1)
+        _at_least("recipe.data.max_target_tokens", self.max_target_tokens, 1)
+        _at_least("recipe.data.samples", self.samples, 1)
+        for name in ("context", "question", "answer"):
+            template = getattr(self, f"{name}_template")
+            if "{" + name + "}" not in template:
+                raise ConfigError(f"recipe.data.{name}_template={template!r}: must contain {{{name}}}")
+        if self.source == "ruler":
+            from memexp.benchmarks.ruler.config import RULER_TASKS
+
+            for task in self.tasks:
+                _choice("recipe.data.tasks", task, RULER_TASKS)
+            if self.seed == 42:
+                raise ConfigError("recipe.data.seed=42: RULER's evaluation seed; train on another")
+
+
+@dataclass
+class NoteBankLoRARecipe:
+    """600 AdamW updates x 4 accumulated examples of read-adapter training (App. C.4)."""
+
+    backbone: str = "gdn"  # a conf/backbone option; its NoteBank settings come with it
+    overrides: list[str] = field(default_factory=list)  # run-config overrides, e.g. [backbone.pretrained=/dir]
+    replay: bool = True  # false: the Table 4 control, Plain + LoRA (no notes, no replay), same data and budget
+    # NoteBank fields over the backbone's own (conf/method_for_backbone/), e.g. {replay_budget: 1}; null = none
+    notebank: Optional[dict] = None
+    lora: Placement = field(default_factory=Placement)
+    data: DataConfig = field(default_factory=DataConfig)
+    data_path: Optional[str] = None  # a local copy of the data (nq); null = the hub (online)
+    steps: int = 600  # optimiser updates
+    accumulate: int = 4  # examples per update
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    clip: float = 1.0  # max global grad norm
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # memexp's choice: PyTorch's
+    schedule: str = "constant"  # memexp's choice; cosine: to 10 % of lr after `warmup` steps
+    warmup: int = 0  # linear warm-up steps (memexp's choice: none)
+    seed: int = 0
+    checkpoint_every: int = 50  # updates between checkpoints (resume: the same command)
+    log_every: int = 10
+    threads: int = 2
+    logger: LoggerConfig = field(default_factory=LoggerConfig)  # logger.name=wandb: loss, lr, grad norm, tokens/s
+    output: Optional[str] = None  # the adapter folder; null = outputs/train/notebank_lora/<time> (training.cli)
+    replace_assets: bool = False  # write memexp/assets/<asset> (a shipped adapter) instead of `output`
+    asset: Optional[str] = None  # the folder under memexp/assets that replace_assets writes
+
+    def __post_init__(self) -> None:
+        self.data.check()
+        if self.lora.layers is not None and (not self.lora.layers or not self.lora.modules):
+            raise ConfigError("recipe.lora: give layers and modules (e.g. model.layers.{layer}.attn.q_proj)")
+        for m in self.lora.modules:
+            if "{layer}" not in m:
+                raise ConfigError(f"recipe.lora.modules: {m!r} has no {{layer}}")
+        _at_least("recipe.lora.rank", self.lora.rank, 1)
+        _at_least("recipe.steps", self.steps, 1)
+        _at_least("recipe.accumulate", self.accumulate, 1)
+        _at_least("recipe.checkpoint_every", self.checkpoint_every, 1)
+        _at_least("recipe.log_every", self.log_every, 1)
+        _at_least("recipe.warmup", self.warmup, 0)
+        _choice("recipe.schedule", self.schedule, SCHEDULES)
+        if not self.lr > 0 or self.weight_decay < 0 or not self.clip > 0:
+            raise ConfigError(f"recipe: need lr > 0, weight_decay >= 0, clip > 0 (got {self.lr}, "
+                              f"{self.weight_decay}, {self.clip})")
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ConfigError(f"recipe.betas={self.betas!r}: two numbers in [0, 1)")
+        if self.replace_assets and not self.asset:
+            raise ConfigError("recipe.replace_assets=true: name recipe.asset, the folder under memexp/assets")
+        bad = [k for k in (self.notebank or {}) if k in ("name", "adapter")]
+        if bad:
+            raise ConfigError(f"recipe.notebank.{bad[0]}: not a NoteBank setting a recipe may change")
+
+    def placement_error(self) -> str:
+        return (f"recipe.lora.layers is null: backbone={self.backbone} has no conf/recipe/notebank_lora_"
+                f"{self.backbone}.yaml; give recipe.lora.layers=[...] and recipe.lora.modules=[...]")

@@ -1,0 +1,253 @@
+"""Training read adapters (NoteBank paper App. B.4, C.4): `python -m memexp train recipe=notebank_lora backbone=<name>`.
+
+Each example: the context is read and notes are written with the adapters off (NoteBank's own
+`read`, with the backbone's NoteBank settings), the question is probed and routed with them
+off (`NoteBank.select`), and only then, with the adapters on, the replay, the question and the
+answer are read teacher-forced from a copy of the context state (`train_forward(state=...)`).
+The state and the chosen notes are constants (computed without autograd); the loss is the mean
+NLL of the answer tokens including EOS, so gradients reach the adapters through the replay and
+the question. `replay=false` is the Table 4 control (Plain + LoRA): Plain reads the context and
+the question follows it directly. Updates: AdamW over the adapters only, `accumulate` examples
+each, global-norm clipping.
+
+The output folder is an adapter folder (memexp.methods.read_adapter): adapter_config.json,
+adapter_model.safetensors, notebank_lora.json. Checkpoints (`.checkpoint/`, hidden: not part of
+the adapter's identity) are written every `checkpoint_every` updates; the same command resumes
+from the last one and ends with the adapter an uninterrupted run makes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from memexp.adapters import LoRAConfig, attach_lora, freeze_base, save_adapters
+from memexp.backbones.base import Stopwatch
+from memexp.config import ASSETS_DIR, ConfigError
+from memexp.methods.read_adapter import META_FILE, model_shape
+from memexp.methods.rescale import apply_rescale
+from memexp.training.notebank_lora.data import TrainExample, train_examples
+from memexp.training.notebank_lora.recipe import NoteBankLoRARecipe
+
+CHECKPOINT = ".checkpoint"
+# recipe fields that change how a run is watched or where it writes, not the adapter it makes
+NOT_SEMANTIC = ("output", "replace_assets", "asset", "threads", "log_every", "logger", "checkpoint_every")
+
+
+def run_config(recipe: NoteBankLoRARecipe):
+    """The run configuration the adapter is trained for: the backbone and its NoteBank (or
+    Plain, without replay) settings, as `memexp run backbone=<name> method=...` composes them."""
+    from memexp.app import load_config
+
+    if recipe.lora.layers is None:
+        raise ConfigError(recipe.placement_error())
+    method = "notebank" if recipe.replay else "plain"
+    cfg = load_config([f"backbone={recipe.backbone}", f"method={method}", "bench=ruler", *recipe.overrides])
+    if recipe.replay and recipe.notebank:
+        cfg.method = replace(cfg.method, **recipe.notebank)
+    return cfg
+
+
+def example_loss(backbone, method, lora, ex: TrainExample, replay: bool) -> tuple[torch.Tensor, int]:
+    """(mean NLL of the target tokens, tokens read with the adapters on) of one example."""
+    with torch.no_grad():
+        memory = method.read(backbone, ex.context_ids)
+        notes = method.select(backbone, memory, ex.question_ids, ex.question, Stopwatch())[1] if replay else []
+    state = memory.state.clone()
+    apply_rescale(state, method.cfg.rescale)
+    ids = notes + ex.question_ids + ex.target_ids[:-1]
+    with lora.enabled():
+        logits = backbone.train_forward(torch.tensor([ids], device=backbone.device), state=state)[0]
+    first = len(notes) + len(ex.question_ids) - 1  # the position that predicts the first answer token
+    target = torch.tensor(ex.target_ids, device=logits.device)
+    return F.cross_entropy(logits[first:].float(), target), len(ids)
+
+
+def lr_at(recipe: NoteBankLoRARecipe, step: int) -> float:
+    if step < recipe.warmup:
+        return recipe.lr * (step + 1) / recipe.warmup
+    if recipe.schedule == "constant":
+        return recipe.lr
+    progress = (step - recipe.warmup) / max(recipe.steps - recipe.warmup, 1)
+    return recipe.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def semantic(recipe: NoteBankLoRARecipe) -> dict:
+    return {k: v for k, v in asdict(recipe).items() if k not in NOT_SEMANTIC}
+
+
+def output_dir(recipe: NoteBankLoRARecipe) -> Path:
+    if recipe.replace_assets:
+        return ASSETS_DIR / recipe.asset
+    if not recipe.output:
+        raise ConfigError("recipe.output is null: name a folder (the CLI picks outputs/train/notebank_lora/<time>)")
+    return Path(recipe.output).expanduser()
+
+
+def save_checkpoint(out: Path, recipe, step: int, lora, opt, history: list) -> None:
+    """Atomically: the adapter tensors, the optimiser and the loss history after `step` updates."""
+    folder = out / CHECKPOINT
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "state.pt.tmp"
+    torch.save({"step": step, "recipe": semantic(recipe), "lora": lora.tensors(), "optimizer": opt.state_dict(),
+                "history": history}, tmp)
+    os.replace(tmp, folder / "state.pt")
+
+
+def resume(out: Path, recipe, lora, opt) -> tuple[int, list]:
+    """(updates already done, their history) from the last checkpoint in `out`, or (0, [])."""
+    path = out / CHECKPOINT / "state.pt"
+    if not path.exists():
+        return 0, []
+    saved = torch.load(path, weights_only=False)
+    if saved["recipe"] != semantic(recipe):
+        differs = next(k for k in semantic(recipe) if saved["recipe"].get(k) != semantic(recipe)[k])
+        raise ConfigError(f"recipe.output={out}: holds a checkpoint of another recipe (recipe.{differs} differs); "
+                          f"choose another recipe.output or remove {path.parent}")
+    lora.load_tensors(saved["lora"])
+    opt.load_state_dict(saved["optimizer"])
+    return saved["step"], saved["history"]
+
+
+def already_done(out: Path, recipe) -> dict | None:
+    """The record of a finished adapter of this recipe in `out`, None when there is none; a
+    finished adapter of another recipe is never overwritten (one-line ConfigError)."""
+    meta = out / META_FILE
+    if not meta.exists() or (out / CHECKPOINT).exists():
+        return None
+    record = json.loads(meta.read_text())
+    mine = json.loads(json.dumps(semantic(recipe)))
+    if record.get("recipe_semantic") != mine:
+        differs = next((k for k in mine if record.get("recipe_semantic", {}).get(k) != mine[k]), "recipe")
+        raise ConfigError(f"recipe.output={out}: holds an adapter of another recipe (recipe.{differs} differs); "
+                          f"choose another recipe.output")
+    return record
+
+
+def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
+    """Train (or resume, or find done) the adapter; returns what notebank_lora.json records."""
+    from memexp.backbones import load_backbone
+    from memexp.methods import build_method
+
+    out = output_dir(recipe)
+    done = already_done(out, recipe)
+    if done is not None:
+        log(f"{out}: already trained by this recipe ({done['steps']} updates); nothing to do")
+        return done
+    torch.set_num_threads(recipe.threads)
+    cfg = run_config(recipe)
+    backbone = load_backbone(cfg.backbone)
+    freeze_base(backbone)
+    method = build_method(cfg.method)
+    lora = attach_lora(backbone, LoRAConfig(targets=recipe.lora.targets(), rank=recipe.lora.rank,
+                                            alpha=recipe.lora.alpha, dropout=recipe.lora.dropout,
+                                            rows=dict(recipe.lora.rows), seed=recipe.lora.seed))
+    examples = train_examples(recipe.data, recipe.data_path, backbone.tokenizer)
+    params = lora.trainable_parameters()
+    opt = torch.optim.AdamW(params, lr=recipe.lr, betas=tuple(recipe.betas), weight_decay=recipe.weight_decay)
+    start, history = resume(out, recipe, lora, opt)
+    if start:
+        log(f"resuming {out} after update {start}/{recipe.steps}")
+    sink = _logger(recipe, out)
+    lora.train()
+    t0, window = time.perf_counter(), []
+    for step in range(start, recipe.steps):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(recipe, step)
+        losses, tokens = [], 0
+        for a in range(recipe.accumulate):
+            loss, n = example_loss(backbone, method, lora, examples[(step * recipe.accumulate + a) % len(examples)],
+                                   recipe.replay)
+            (loss / recipe.accumulate).backward()
+            losses.append(loss.item())
+            tokens += n
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, recipe.clip))
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        row = {"step": step + 1, "loss": sum(losses) / len(losses), "lr": lr_at(recipe, step), "grad_norm": grad_norm,
+               "tokens": tokens}
+        history.append(row)
+        window.append(row)
+        seconds = time.perf_counter() - t0
+        sink(row, sum(r["tokens"] for r in window) / max(seconds, 1e-9))
+        if (step + 1) % recipe.log_every == 0 or step + 1 == recipe.steps:
+            log(f"update {step + 1}/{recipe.steps} loss {sum(r['loss'] for r in window) / len(window):.4f} "
+                f"grad norm {grad_norm:.3f} lr {row['lr']:.1e} "
+                f"({sum(r['tokens'] for r in window) / max(seconds, 1e-9):.0f} tok/s)")
+        if (step + 1) % recipe.checkpoint_every == 0 and step + 1 < recipe.steps:
+            save_checkpoint(out, recipe, step + 1, lora, opt, history)
+            log(f"checkpoint {out / CHECKPOINT} at update {step + 1}")
+        if (step + 1) % recipe.log_every == 0:
+            t0, window = time.perf_counter(), []
+    lora.eval()
+    return finish(out, recipe, cfg, backbone, lora, examples, history, log)
+
+
+def finish(out: Path, recipe, cfg, backbone, lora, examples, history, log) -> dict:
+    """Write the adapter folder (tensors, spec, notebank_lora.json) and drop the checkpoint."""
+    digest = save_adapters(lora, out)
+    record = {
+        "backbone": {"name": cfg.backbone.name, "arch": cfg.backbone.arch, "shape": model_shape(backbone.config)},
+        "method": cfg.method.name,
+        "r": recipe.lora.rank, "alpha": recipe.lora.alpha, "layers": list(recipe.lora.layers),
+        "targets": list(recipe.lora.modules), "rows": dict(recipe.lora.rows),
+        "replay_budget": cfg.method.replay_budget if recipe.replay else None,
+        "notebank": asdict(cfg.method) if recipe.replay else None,
+        "recipe": asdict(recipe), "recipe_semantic": semantic(recipe),
+        "steps": len(history), "examples": len(examples),
+        "answerable": sum(ex.text.answerable for ex in examples),
+        "tokens": sum(r["tokens"] for r in history),
+        "loss_first": history[0]["loss"] if history else None, "loss_last": history[-1]["loss"] if history else None,
+        "history": history, "content_hash": digest,
+        "torch": torch.__version__, "machine": f"{platform.machine()}, {recipe.threads} threads",
+    }
+    (out / META_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    shutil.rmtree(out / CHECKPOINT, ignore_errors=True)
+    log(f"saved {out} ({sum(p.numel() for p in lora.trainable_parameters())} adapter parameters, "
+        f"{record['tokens']} tokens, loss {record['loss_first']:.4f} -> {record['loss_last']:.4f})")
+    return record
+
+
+def _logger(recipe: NoteBankLoRARecipe, out: Path):
+    """row, tokens/s -> W&B history (logger.name=wandb), else nothing (the terminal lines suffice)."""
+    if recipe.logger.name != "wandb":
+        return lambda row, rate: None
+    from memexp.tracking import resolve_mode
+
+    try:
+        import wandb
+
+        run = wandb.init(project=recipe.logger.project, entity=recipe.logger.entity, mode=resolve_mode(recipe.logger),
+                         name=f"notebank_lora | {recipe.backbone} | {'replay' if recipe.replay else 'plain'}",
+                         config=asdict(recipe), dir=str(out), tags=list(recipe.logger.tags), resume="allow",
+                         id=_wandb_id(out))
+    except Exception as e:  # W&B never stops training (memexp.tracking's rule)
+        print(f"[memexp] W&B unavailable ({type(e).__name__}: {e}); training continues without it")
+        return lambda row, rate: None
+
+    def log_row(row: dict, rate: float) -> None:
+        run.log({"train/loss": row["loss"], "train/lr": row["lr"], "train/grad_norm": row["grad_norm"],
+                 "train/tokens_per_s": rate}, step=row["step"])
+        if row["step"] == recipe.steps:
+            run.finish()
+    return log_row
+
+
+def _wandb_id(out: Path) -> str:
+    """One W&B run per adapter folder, kept across resumes."""
+    path = out / CHECKPOINT / "wandb_id.txt"
+    if not path.exists():
+        import uuid
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(uuid.uuid4().hex[:8])
+    return path.read_text().strip()
