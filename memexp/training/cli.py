@@ -23,9 +23,10 @@ CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "recipe"
 
 
 def _recipes() -> dict:
-    from memexp.training import tiny_gdn
+    from memexp.training import tiny_gdn, tiny_llama
 
-    return {"tiny_gdn": (tiny_gdn.TinyGDNRecipe, tiny_gdn.run)}
+    return {"tiny_gdn": (tiny_gdn.TinyGDNRecipe, tiny_gdn.run),
+            "tiny_llama_niah": (tiny_llama.TinyLlamaRecipe, tiny_llama.run)}
 
 
 def load_recipe(argv: list[str]):
