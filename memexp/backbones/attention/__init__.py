@@ -4,4 +4,4 @@ from memexp.registry import ARCHS
 
 ARCHS.register("llama", "memexp.backbones.attention.model:build",
                schema="memexp.backbones.attention.model:AttentionConfig", recurrent_channels=False, adapters=True,
-               layer_replacement=True, costs="memexp.backbones.attention.costs:cost_shapes")
+               layer_replacement=True, llama_layers=True, costs="memexp.backbones.attention.costs:cost_shapes")
