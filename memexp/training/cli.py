@@ -24,9 +24,13 @@ CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "recipe"
 
 def _recipes() -> dict:
     from memexp.training import tiny_gdn, tiny_llama
+    from memexp.training.titan_llama import config as titan_config
+    from memexp.training.titan_llama import run as titan_run
 
+    titan = (titan_config.TitanLlamaRecipe, titan_run.run)
     return {"tiny_gdn": (tiny_gdn.TinyGDNRecipe, tiny_gdn.run),
-            "tiny_llama_niah": (tiny_llama.TinyLlamaRecipe, tiny_llama.run)}
+            "tiny_llama_niah": (tiny_llama.TinyLlamaRecipe, tiny_llama.run),
+            "titan_llama": titan, "tiny_titan": titan}
 
 
 def load_recipe(argv: list[str]):
