@@ -159,20 +159,39 @@ def packed(docs: Iterable[list[int]], length: int, eos: int) -> Iterator[Sequenc
             yield Sequence(block, list(block))
 
 
-def longalign_rows(recipe: TitanLlamaRecipe, seed: int) -> Iterator[dict]:
-    """LongAlign's rows in a fresh shuffle per pass (seed + pass), forever."""
+def passes(make, what: str) -> Iterator:
+    """make(0), make(1), ... chained: a source read pass after pass (a fresh shuffle each, as the
+    code restarts its streams); a pass with nothing usable is an error, not an endless loop."""
     epoch = 0
     while True:
-        yield from shuffled(source_rows(recipe.longalign), recipe.shuffle_buffer, random.Random(seed + epoch))
+        empty = True
+        for item in make(epoch):
+            empty = False
+            yield item
+        if empty:
+            raise ValueError(f"{what}: no usable row (rows too long for recipe.sequence_length, or none at all)")
         epoch += 1
+
+
+def shuffled_source(recipe: TitanLlamaRecipe, src: Source, seed: int) -> Iterator[dict]:
+    return shuffled(source_rows(src), recipe.shuffle_buffer, random.Random(seed))
+
+
+def longalign_sequences(recipe: TitanLlamaRecipe, fmt: Formatter, causal: bool) -> Iterator[Sequence]:
+    """LongAlign's first assistant turns, pass after pass (seed + pass shuffles each)."""
+    n, seed = recipe.sequence_length, recipe.data_seed
+    return passes(lambda e: (s for s in (fmt.sft(messages_of(r), n, causal) for r in
+                                         shuffled_source(recipe, recipe.longalign, seed + e)) if s is not None),
+                  "recipe.longalign")
 
 
 def pretrain_mix(recipe: TitanLlamaRecipe, fmt: Formatter) -> Iterator[Sequence]:
     n, eos, seed = recipe.sequence_length, fmt.tok.eos_id, recipe.data_seed
-    web_docs = (fmt.tok.encode(r.get("text") or "") for r in
-                shuffled(source_rows(recipe.fineweb), recipe.shuffle_buffer, random.Random(seed)))
-    chats = (fmt.sft(messages_of(r), n, causal=True) for r in longalign_rows(recipe, seed))
-    web, chat = packed(web_docs, n, eos), packed((s.ids for s in chats if s is not None), n, eos)
+    docs = passes(lambda e: (ids for ids in (fmt.tok.encode(r.get("text") or "") for r in
+                                             shuffled_source(recipe, recipe.fineweb, seed + e)) if ids),
+                  "recipe.fineweb")
+    web = packed(docs, n, eos)
+    chat = packed((s.ids for s in longalign_sequences(recipe, fmt, causal=True)), n, eos)
     first, second = (web, chat) if seed % 2 else (chat, web)
     while True:
         yield next(first)
@@ -203,13 +222,14 @@ def gold_sft(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Iterator
     n, seed = recipe.sequence_length, recipe.data_seed
     loong = [s for s in (loongrl_sequence(fmt, r, n) for r in _first(source_rows(recipe.loongrl),
                                                                       stage.loongrl_examples)) if s is not None]
-    chats = (s for s in (fmt.sft(messages_of(r), n, causal=False) for r in longalign_rows(recipe, seed))
-             if s is not None)
+    chats = longalign_sequences(recipe, fmt, causal=False)
     while True:
         rng = random.Random(seed)  # the same schedule every pass, as the code's
         order = list(range(len(loong)))
         rng.shuffle(order)
         schedule = [0] * stage.longalign_examples + [1] * len(order)
+        if not schedule:
+            raise ValueError("gold_sft: no LongAlign rows asked for and no usable LoongRL row")
         rng.shuffle(schedule)
         picks = iter(order)
         for source in schedule:
