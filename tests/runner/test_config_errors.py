@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from memexp.app import CONF_DIR, group_options, load_config
 from memexp.config import ConfigError
-from memexp.registry import ARCHS
+from memexp.registry import ARCHS, METHODS
 
 BAD = [
     (["backbone=no_such_model"], "backbone=no_such_model: allowed values are"),
@@ -73,6 +73,8 @@ def test_every_shipped_option_composes_and_validates(tmp_path):
             # backbones without recurrent channels (attention) cannot run the default NoteBank: they run Plain
             arch = OmegaConf.load(CONF_DIR / "backbone" / f"{option}.yaml").arch if group == "backbone" else "gdn"
             method = [] if ARCHS.get(arch).meta.get("recurrent_channels") else ["method=plain"]
+            if group == "method" and "llama_layers" in METHODS.get(option).meta.get("requires", ()):
+                method = ["backbone=tiny_llama_random"]  # Titan converts a Llama's layers
             try:
                 cfg = load_config([f"{group}={option}", *method])
             except ConfigError as e:

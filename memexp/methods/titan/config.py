@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
-from memexp.config import ConfigError, MethodConfig, _at_least, _choice, _existing_path
+from memexp.config import ConfigError, MethodConfig, _at_least, _choice
 from memexp.registry import METHODS
 
 DECAY_TARGETS = ("slow_weights", "zero")
@@ -39,7 +40,22 @@ class TitanConfig(MethodConfig):
         if not isinstance(self.max_lr, (int, float)) or isinstance(self.max_lr, bool) or not self.max_lr > 0:
             raise ConfigError(f"method.max_lr={self.max_lr!r}: must be a number > 0")
         _choice("method.decay_target", self.decay_target, DECAY_TARGETS)
-        _existing_path("method.memory_path", self.memory_path)
+        check_memory_folder(self.memory_path)
+
+
+MODULE_FILES = ("titan_memory.json", "titan_memory.safetensors")  # what TitanModules.save writes
+
+
+def check_memory_folder(path: Optional[str]) -> None:
+    """`method.memory_path` (never a hub id) names a folder TitanModules.save wrote, before any model loads."""
+    if path is None:
+        return
+    folder = Path(path).expanduser()
+    if not folder.exists():
+        raise ConfigError(f"method.memory_path={path!r}: no such file or directory")
+    missing = [f for f in MODULE_FILES if not (folder / f).is_file()]
+    if missing:
+        raise ConfigError(f"method.memory_path={path!r}: not a Titan modules folder (needs {' and '.join(missing)})")
 
 
 # Titan replaces the decoder layers of a Llama-style attention backbone (arch llama declares

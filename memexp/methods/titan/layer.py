@@ -45,6 +45,7 @@ class TitanBlock(nn.Module):
             self.gate = nn.Linear(hidden, heads * head_dim)
             nn.init.zeros_(self.gate.weight)
             nn.init.constant_(self.gate.bias, logit(GATE_INIT))
+        self.stats: dict[str, torch.Tensor] | None = None  # see NeuralMemory.stats (here: the gate's mean)
         self.value_mix = None
         if value_mix:
             self.value_mix = nn.Linear(hidden, kv_heads)
@@ -67,13 +68,15 @@ class ValueCarry:
 @dataclass
 class TitanState:
     """A Titan layer's state: `kv` the current segment's keys (rotated) and mixed values, in the compute
-    dtype; `memory` the memory's fp32 state (None in a layer without memory)."""
+    dtype; `memory` the memory's fp32 state (None in a layer without memory); `position` the tokens
+    read so far (a host int, so that segment and chunk arithmetic never waits on the device)."""
 
     kv: KVCache
     memory: MemoryState | None = None
+    position: int = 0
 
     def clone(self) -> "TitanState":
-        return TitanState(self.kv.clone(), None if self.memory is None else self.memory.clone())
+        return TitanState(self.kv.clone(), None if self.memory is None else self.memory.clone(), self.position)
 
     def nbytes(self) -> int:
         return self.kv.nbytes() + (0 if self.memory is None else self.memory.nbytes())
@@ -111,7 +114,7 @@ class TitanLayer(Layer):
         attn, block = self.self_attn, self.titan
         c = attn.c
         B, T, hd = x.shape[0], x.shape[1], c.dim_per_head
-        start = int(ctx.positions[0])
+        start = state.position
         h = self.input_layernorm(x)
         q_raw = attn.q_proj(h).view(B, T, c.num_attention_heads, hd)
         k_raw = attn.k_proj(h).view(B, T, c.kv_heads, hd)
@@ -128,7 +131,10 @@ class TitanLayer(Layer):
                                 state.memory, start)
             lam = torch.sigmoid(block.gate(h.float())).view(B, T, c.num_attention_heads, hd)
             lam = lam * (ctx.positions >= self.segment).to(lam.dtype)[None, :, None, None]
+            if block.stats is not None:
+                block.stats["lambda"] = lam.detach().mean()
             o = torch.lerp(o.float(), read, lam).to(o.dtype)
+        state.position += T
         x = x + attn.o_proj(o.reshape(B, T, -1))
         return x + self.mlp(self.post_attention_layernorm(x)), state
 

@@ -150,6 +150,9 @@ class NeuralMemory(nn.Module):
         self.theta = nn.Linear(width, kv_heads)
         self.eta = nn.Linear(width, kv_heads)
         self.alpha = nn.Linear(width, kv_heads)
+        # Training curves (TitanModules.record_stats): detached means of the last call's rates and of
+        # the inner loss before the update; None (the default) computes nothing extra.
+        self.stats: dict[str, torch.Tensor] | None = None
 
     @property
     def slow(self) -> Weights:
@@ -223,11 +226,14 @@ class NeuralMemory(nn.Module):
         momentum = state.momentum if state.momentum is not None else tuple(torch.zeros_like(w) for w in fast)
         per_batch = self.test_batch // C
         timeline: list[Weights] = []
+        losses: list[torch.Tensor] = []
         j = 0
         while j < n:
             end = min(n, j + per_batch - (first + j) % per_batch)  # this test-time batch's last chunk + 1
-            grads = inner_grads(tuple(a[:, :, None] for a in anchor), keys[:, :, j:end], values[:, :, j:end],
-                                theta[:, :, j:end])
+            at = tuple(a[:, :, None] for a in anchor)
+            grads = inner_grads(at, keys[:, :, j:end], values[:, :, j:end], theta[:, :, j:end])
+            if self.stats is not None:  # the unweighted inner loss at the weights the gradient is taken at
+                losses.append((mlp(at, keys[:, :, j:end]) - values[:, :, j:end]).pow(2).mean(-1).detach())
             grads = tuple(soft_clamp(g) for g in grads)
             for i in range(j, end):
                 e, a = eta[:, :, i], alpha[:, :, i]
@@ -241,4 +247,7 @@ class NeuralMemory(nn.Module):
                 anchor = fast
             j = end
         state.fast, state.momentum, state.anchor = fast, momentum, anchor
+        if self.stats is not None:
+            self.stats.update(inner_loss=torch.cat(losses, dim=2).mean(), theta=theta.detach().mean(),
+                              eta=eta.detach().mean(), alpha=alpha.detach().mean())
         return timeline

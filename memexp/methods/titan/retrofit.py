@@ -24,12 +24,11 @@ from torch import nn
 
 from memexp.backbones.stack import LayerStackBackbone
 from memexp.config import ConfigError
-from memexp.methods.titan.config import TitanConfig
+from memexp.methods.titan.config import MODULE_FILES, TitanConfig
 from memexp.methods.titan.layer import TitanBlock, TitanLayer, ValueCarry
 from memexp.methods.titan.memory import NeuralMemory
 
-TENSOR_FILE = "titan_memory.safetensors"
-SPEC_FILE = "titan_memory.json"
+SPEC_FILE, TENSOR_FILE = MODULE_FILES
 INIT_SEED = 0  # the rate projections' default (random) init is drawn from this seed: runs are reproducible
 SHAPE_FIELDS = ("hidden_size", "num_attention_heads", "kv_heads", "head_dim", "num_hidden_layers")
 
@@ -59,6 +58,24 @@ class TitanModules(nn.Module):
                       if _has_memory(cfg, i) else None)
             blocks[str(i)] = TitanBlock(D, H, Hk, hd, memory, value_mix=cfg.value_residual and i != indices[0])
         self.layers = nn.ModuleDict(blocks)
+
+    def record_stats(self, on: bool = True) -> None:
+        """Start (or stop) keeping each layer's last-call figures for training curves (`stats`)."""
+        for block in self.layers.values():
+            block.stats = {} if on else None
+            if block.memory is not None:
+                block.memory.stats = {} if on else None
+
+    def stats(self) -> dict[str, float]:
+        """`layer<i>/<name>` -> the last forward call's mean of lambda (the gate, zero before the first
+        chunk), theta, eta, alpha and the unweighted inner loss before each update (recorded only
+        after `record_stats()`; a figure appears once a call has produced it)."""
+        out = {}
+        for i, block in self.layers.items():
+            for source in (block.stats, None if block.memory is None else block.memory.stats):
+                for name, value in (source or {}).items():
+                    out[f"layer{i}/{name}"] = float(value)
+        return out
 
     def spec(self) -> dict:
         """What the file must match: the config (less its path) and the backbone shapes."""
@@ -120,10 +137,9 @@ def retrofit(backbone: LayerStackBackbone, cfg: TitanConfig) -> TitanModules:
     _check(backbone, cfg)
     for p in backbone.model.parameters():
         p.requires_grad_(False)
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]):  # made on the CPU: the same initial values on every device
         torch.manual_seed(INIT_SEED)
-        with torch.device(backbone.device):
-            modules = TitanModules(cfg, backbone_shapes(backbone))
+        modules = TitanModules(cfg, backbone_shapes(backbone)).to(backbone.device)
     carry = ValueCarry()
     indices = titan_layers(cfg, len(backbone.layers))
     for pos, i in enumerate(indices):

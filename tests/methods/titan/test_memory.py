@@ -177,3 +177,18 @@ def test_gradients_reach_every_outer_parameter_through_the_updates():
     out[:, 4:].pow(2).sum().backward()
     for name, p in mem.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_recorded_stats_are_the_rates_and_the_inner_loss_before_the_update():
+    mem, q, k, v = memory_and_inputs(8)  # two chunks: one test-time batch, both graded at W0
+    mem.stats = {}
+    with torch.no_grad():
+        mem(q, k, v, mem.init_state(2, torch.device("cpu")), 0)
+        flat = (k * 8 ** -0.25).reshape(2, 2, 4, 16)  # [B, chunk, C, Hk d]
+        theta = 0.7 * torch.sigmoid(mem.theta(flat))
+        eta = torch.sigmoid(mem.eta(flat.mean(2)))
+        w0 = tuple(w.expand(2, 2, 8, 8) for w in mem.slow)
+        loss = (m_by_hand(w0, (k * 8 ** -0.25).transpose(1, 2)) - v.transpose(1, 2)).pow(2).mean()
+    torch.testing.assert_close(mem.stats["theta"], theta.mean())
+    torch.testing.assert_close(mem.stats["eta"], eta.mean())
+    torch.testing.assert_close(mem.stats["inner_loss"], loss)
