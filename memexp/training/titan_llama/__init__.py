@@ -1,2 +1,2 @@
 """Titan-Llama post-training: config.py (schema), data.py (the stages' text), train.py (loss, schedule,
-checkpoints, DDP, logging), stats.py (per-layer memory values), run.py (the stage loop)."""
+checkpoints, DDP, logging), run.py (the stage loop)."""

@@ -14,7 +14,6 @@ import torch
 from memexp.config import ConfigError
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import Formatter, stage_stream
-from memexp.training.titan_llama.stats import InnerStats
 from memexp.training.titan_llama.train import (
     Dist,
     Logger,
@@ -66,12 +65,13 @@ def train_stage(ctx: dict, stage: Stage, budget: Budget) -> dict:
     batches = micro_batches(stage_stream(recipe, stage, ctx["fmt"]), stage, recipe, backbone.tokenizer.eos_id,
                             ctx["segment"], dist.rank, dist.world)
     batches = itertools.islice(batches, consumed, None)  # the deterministic stream, re-read to where it was
-    stats, t0, tokens = ctx["stats"], time.perf_counter(), 0
+    t0, tokens = time.perf_counter(), 0
     finished = step >= total
     while not finished:
         for group in opt.param_groups:
             group["lr"] = lr_at(stage, step, total)
-        stats.collect = (step + 1) % recipe.log_every == 0 or step + 1 == total
+        collect = (step + 1) % recipe.log_every == 0 or step + 1 == total
+        modules.record_stats(collect)  # the layers' lambda, theta, eta, alpha, inner loss (retrofit.py)
         loss_sum, acc_sum = 0.0, 0.0
         for _ in range(accum):
             ids, labels = next(batches)
@@ -87,10 +87,10 @@ def train_stage(ctx: dict, stage: Stage, budget: Budget) -> dict:
         step += 1
         finished = step >= total
         stop = budget.spend()
-        if stats.collect:
+        if collect:
             ctx["logger"]({"stage": stage.name, "step": step, "global_step": ctx["offset"] + step, "loss": loss_sum,
                            "accuracy": acc_sum, "lr": lr_at(stage, step - 1, total), "grad_norm": float(norm),
-                           "tokens_per_s": tokens / max(time.perf_counter() - t0, 1e-9), **stats.values})
+                           "tokens_per_s": tokens / max(time.perf_counter() - t0, 1e-9), **modules.stats()})
             log(f"[{stage.name}] step {step}/{total} loss {loss_sum:.4f} accuracy {acc_sum:.3f} "
                 f"lr {lr_at(stage, step - 1, total):.2e}")
         if dist.main and (step % stage.save_every == 0 or finished or stop):
@@ -134,7 +134,7 @@ def run(recipe: TitanLlamaRecipe, log=print) -> dict:
     if start is not None:
         modules.load(start)
     ctx = {"recipe": recipe, "backbone": backbone, "modules": modules, "dist": dist, "log": log, "out": out,
-           "fmt": Formatter(backbone), "segment": titan.segment_length, "stats": InnerStats(modules),
+           "fmt": Formatter(backbone), "segment": titan.segment_length,
            "logger": Logger(recipe, out, out.name, dist.main, log), "offset": 0}
     budget, done = Budget(recipe.stop_after), []
     for stage in stages:

@@ -12,7 +12,8 @@ Run folder (recipe.output), one sub-folder per stage:
                           save_every steps; the same command resumes from it (a resumed run equals
                           an uninterrupted one: the data streams are deterministic and re-read);
   <stage>/modules/        the finished stage's TitanModules.save (method.memory_path=<it> runs it);
-  metrics.jsonl           one line per logged step (loss, accuracy, lr, grad norm, per-layer stats).
+  metrics.jsonl           one line per logged step (loss, accuracy, lr, grad norm, and each layer's
+                          lambda, theta, eta, alpha and inner loss: TitanModules.stats()).
 torchrun: every rank reads the sequences i with i % world_size == rank; gradients are averaged
 with all_reduce before clipping (the modules are not wrapped in DDP: the forward runs through the
 backbone, not through them). Only rank 0 writes.
