@@ -196,6 +196,35 @@ def ruler_inputs(tokenizer, length: int, tasks: tuple[str, ...] = PAPER_TASKS, b
     return out
 
 
+def titan_layer_rows(cfg, layer_counts: list[int], lengths: list[int], make_inputs, new_tokens: int,
+                     repeats: int) -> list[dict]:
+    """Titan-Llama's Fig. 4: Plain on the unmodified backbone beside Titan with k converted layers
+    (method.* of the run config, layers = k), each on its own freshly loaded backbone (a retrofit
+    changes the backbone in place), timed by the same protocol at every length; one row per
+    (length, k) with Titan / Plain ratios. Prefill alone: new_tokens=1."""
+    from dataclasses import replace
+
+    from memexp.backbones import load_backbone
+    from memexp.config import PlainConfig
+    from memexp.methods import build_method
+    from memexp.methods.titan.config import TitanConfig
+
+    titan = cfg.method if isinstance(cfg.method, TitanConfig) else TitanConfig()
+    per: dict[int, dict[str, dict]] = {n: {} for n in lengths}
+    for name, method_cfg in [("plain", PlainConfig())] + [(k, replace(titan, layers=k)) for k in layer_counts]:
+        backbone = load_backbone(cfg.backbone)
+        method = build_method(method_cfg)
+        method.prepare(backbone)
+        for n in lengths:
+            per[n][name] = measure_latency(backbone, {"m": method}, make_inputs(backbone.tokenizer, n), new_tokens,
+                                           repeats)["methods"]["m"]
+    return [{"length": n, "layers": k, "plain_seconds": per[n]["plain"]["seconds"],
+             "titan_seconds": per[n][k]["seconds"], "latency_ratio": per[n][k]["seconds"] / per[n]["plain"]["seconds"],
+             "plain_peak_bytes": per[n]["plain"]["peak_bytes"], "titan_peak_bytes": per[n][k]["peak_bytes"],
+             "peak_ratio": per[n][k]["peak_bytes"] / per[n]["plain"]["peak_bytes"]}
+            for n in lengths for k in layer_counts]
+
+
 def _pop(argv: list[str], key: str, default: str) -> str:
     for a in list(argv):
         if a.startswith(key + "="):
@@ -206,8 +235,10 @@ def _pop(argv: list[str], key: str, default: str) -> str:
 
 def main(argv: list[str]) -> int:
     """`python -m memexp latency [hydra overrides] [lengths=4096,16384,65536] [repeats=3]
-    [new_tokens=32] [inputs=ruler|synthetic] [--json]`: Plain vs NoteBank (method.* overrides
-    configure NoteBank) side by side at each length, as NoteBank / Plain ratios."""
+    [new_tokens=32] [inputs=ruler|synthetic] [titan_layers=1,2,4,...] [--json]`: Plain vs NoteBank
+    (method.* overrides configure NoteBank) side by side at each length, as NoteBank / Plain ratios;
+    with titan_layers, Plain vs Titan-Llama with each number of converted layers (Fig. 4; method=titan
+    and its method.* configure it)."""
     from memexp.app import load_config
     from memexp.backbones import load_backbone
     from memexp.config import ConfigError, NoteBankConfig, PlainConfig
@@ -227,6 +258,7 @@ def main(argv: list[str]) -> int:
     for name, values in (("lengths", lengths), ("repeats", [repeats]), ("new_tokens", [new_tokens])):
         if min(values) < 1:
             raise ConfigError(f"{name}={min(values)}: must be an integer >= 1")
+    titan_layers = [int(x) for x in _pop(argv, "titan_layers", "").split(",") if x]
     source = _pop(argv, "inputs", "ruler")
     if source not in ("ruler", "synthetic"):
         raise ConfigError(f"inputs={source!r}: allowed values are ruler, synthetic")
@@ -235,6 +267,14 @@ def main(argv: list[str]) -> int:
     set_kernels(cfg.kernels)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    if titan_layers:
+        rows = titan_layer_rows(cfg, titan_layers, lengths, synthetic_inputs if source == "synthetic" else
+                                lambda tok, n: ruler_inputs(tok, n, tuple(cfg.bench.tasks) if tasks_given else
+                                                            PAPER_TASKS, cfg.bench), new_tokens, repeats)
+        print(json.dumps({"rows": rows}, indent=2) if as_json else "\n".join(
+            f"{r['length']:>8,}  k={r['layers']:<3} Plain {r['plain_seconds']:.3f} s  Titan {r['titan_seconds']:.3f} s  "
+            f"ratio {r['latency_ratio']:.3f}  peak ratio {r['peak_ratio']:.3f}" for r in rows))
+        return 0
     nb_cfg = cfg.method if isinstance(cfg.method, NoteBankConfig) else NoteBankConfig()
     backbone = load_backbone(cfg.backbone)
     methods = {"plain": build_method(PlainConfig()), "notebank": build_method(nb_cfg)}

@@ -135,7 +135,7 @@ UNKNOWN = [
     (["backbone.arch=gnd"], "backbone.arch='gnd': did you mean gdn? allowed values are gdn, gdn2, mamba2, qwen35, "
                             "llama"),
     (["method=nootbank"], "method=nootbank: did you mean notebank? allowed values are clean_start, jrt, notebank, plain, "
-                          "titan"),
+                          "titan, titan_segmented"),
     (["method.name=jtr"], "method.name='jtr': did you mean jrt? allowed values are plain, clean_start, jrt, notebank, "
                           "titan"),
     (["method.router=bm52"], "method.router='bm52': did you mean bm25? allowed values are native, random, bm25, "

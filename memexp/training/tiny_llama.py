@@ -1,0 +1,124 @@
+"""The tiny_llama_niah recipe: a small Llama-style Transformer trained from scratch on the NIAH
+text the embedded GDN learns from (memexp.training.niah_text), the base model of the embedded
+Titan-Llama demonstration (recipe=tiny_titan converts every layer of it).
+
+It reuses tiny_gdn's curriculum (stage batches, answer-weighted loss, warmup + cosine, the
+final RULER check): only the model differs. memexp's own Llama modules
+(`memexp.backbones.attention`) are trained through `train_forward`, and the checkpoint is a
+transformers-format Llama folder (config.json with model_type 'llama', model.safetensors, the
+byte tokenizer) that `backbone.arch=llama backbone.pretrained=<folder>` reads back.
+PyTorch's module defaults initialise it (embeddings N(0, 1)), as tiny_gdn found best for
+copying numbers quickly on CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from memexp.backbones.attention.model import AttentionBackbone, AttentionConfig, LlamaForCausalLM
+from memexp.backbones.loading import save_weights
+from memexp.backbones.tokenizer import ByteTokenizer
+from memexp.config import ConfigError
+from memexp.training.niah_eval import plain_accuracy
+from memexp.training.niah_text import QUESTIONS, STREAM_PREFIX, TASK
+from memexp.training.tiny_gdn import Stage, train_stage
+
+
+@dataclass
+class TinyLlamaRecipe:
+    seed: int = 0  # model init and every training stream (RULER evaluates on seed 42 streams)
+    output: Optional[str] = None  # checkpoint directory; null = a new outputs/train/tiny_llama_niah/<time>
+    replace_assets: bool = False  # nothing of it is shipped; kept for the CLI's output rule (must stay false)
+    model: dict = field(default_factory=lambda: {
+        "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "intermediate_size": 512, "vocab_size": 258})  # transformers LlamaConfig fields
+    init: str = "torch"  # torch: PyTorch's module defaults | normal: N(0, 0.02) matrices (memexp.random_init)
+    answer_weight: float = 5.0  # loss weight of answer tokens (value, '.', EOS)
+    other_weight: float = 0.1  # loss weight of every other token
+    replay_suffix: str = " "  # text of tiny_gdn's replay-form batches (niah_text); unused with note_fraction 0
+    stages: list[Stage] = field(default_factory=list)
+    threads: int = 2  # torch CPU threads
+    log_every: int = 25
+    eval_length: int = 1024  # RULER target length of the final check
+    eval_samples: int = 50  # RULER seed-42 examples in the final check; 0 = skip
+
+    def __post_init__(self) -> None:
+        if self.replace_assets:
+            raise ConfigError("recipe.replace_assets=true: tiny_llama_niah ships no asset; give recipe.output")
+        if not self.stages:
+            raise ConfigError("recipe.stages is empty: give at least one stage")
+        for i, s in enumerate(self.stages):
+            where = f"recipe.stages.{i}"
+            if s.question not in QUESTIONS:
+                raise ConfigError(f"{where}.question={s.question!r}: allowed values are {', '.join(QUESTIONS)}")
+            if not 1 <= s.min_lines <= s.max_lines:
+                raise ConfigError(f"{where}: need 1 <= min_lines <= max_lines, got {s.min_lines}, {s.max_lines}")
+            if s.steps < 0 or s.batch_size < 1 or s.lr <= 0:
+                raise ConfigError(f"{where}: steps >= 0, batch_size >= 1 and lr > 0 are required")
+            if not 0.0 <= s.note_fraction <= 1.0:
+                raise ConfigError(f"{where}.note_fraction={s.note_fraction!r}: must be in [0, 1]")
+        if self.init not in ("torch", "normal"):
+            raise ConfigError(f"recipe.init={self.init!r}: allowed values are torch, normal")
+
+
+def build_model(recipe: TinyLlamaRecipe) -> LlamaForCausalLM:
+    conf = AttentionConfig.from_dict(recipe.model, strict=True, where="recipe.model")
+    torch.manual_seed(recipe.seed)
+    model = LlamaForCausalLM(conf)
+    if recipe.init == "normal":
+        model.init_weights(recipe.seed)
+    return model
+
+
+def save_llama(backbone: AttentionBackbone, directory: Path) -> None:
+    """A transformers-format Llama folder: config.json, model.safetensors, tokenizer files."""
+    directory.mkdir(parents=True, exist_ok=True)
+    conf = {f.name: getattr(backbone.config, f.name) for f in fields(AttentionConfig) if f.name != "output_bias"}
+    conf.update(model_type="llama", architectures=["LlamaForCausalLM"], bos_token_id=backbone.tokenizer.bos_id,
+                eos_token_id=backbone.tokenizer.eos_id)
+    (directory / "config.json").write_text(json.dumps(conf, indent=2) + "\n")
+    save_weights(backbone.model, directory)
+    backbone.tokenizer.save(directory)
+
+
+def run(recipe: TinyLlamaRecipe, log=print) -> dict:
+    """Train, save the checkpoint and recipe.json, and return what recipe.json records."""
+    if not recipe.output:
+        raise ConfigError("recipe.output is null: name a folder (the CLI picks outputs/train/tiny_llama_niah/<time>)")
+    torch.set_num_threads(recipe.threads)
+    out = Path(recipe.output)
+    tokenizer = ByteTokenizer()
+    model = build_model(recipe)
+    backbone = AttentionBackbone(model, tokenizer, "tiny_llama_niah", prefill_chunk=2048)
+    t0 = time.perf_counter()
+    stages = []
+    for stage in recipe.stages:
+        stages.append(train_stage(backbone, recipe, stage, tokenizer, log))
+        save_llama(backbone, out)  # an interrupted run keeps its last finished stage
+    train_seconds = time.perf_counter() - t0
+    metrics = {}
+    if recipe.eval_samples:
+        key = f"plain_{TASK}_{recipe.eval_length}"
+        metrics[key] = plain_accuracy(backbone, TASK, recipe.eval_length, recipe.eval_samples)
+        log(f"plain {TASK} at {recipe.eval_length}: {metrics[key]:.1f}%")
+    record = {
+        "recipe": asdict(recipe),
+        "data": {"task_style": TASK, "train_streams": f"{STREAM_PREFIX}/{recipe.seed}/<stage>/<step>/<i>",
+                 "eval_streams": f"{TASK}/42/<index> (RULER's)"},
+        "stages": stages,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_seconds": round(train_seconds, 1),
+        "metrics": metrics,
+        "torch": torch.__version__,
+        "machine": f"{platform.machine()}, {recipe.threads} threads",
+    }
+    (out / "recipe.json").write_text(json.dumps(record, indent=2) + "\n")
+    log(f"saved {out} ({record['parameters']} parameters, {train_seconds:.0f} s of training)")
+    return record

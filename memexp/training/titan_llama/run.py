@@ -1,0 +1,155 @@
+"""The stage loop of the titan_llama / tiny_titan recipes (see train.py for the run folder)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import platform
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from memexp.config import ConfigError
+from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
+from memexp.training.titan_llama.data import Formatter, stage_stream
+from memexp.training.titan_llama.train import (
+    Dist,
+    Logger,
+    build,
+    lr_at,
+    micro_batches,
+    next_token_loss,
+    save_checkpoint,
+)
+
+MODULES = "modules"
+CHECKPOINT = "checkpoint.pt"
+
+
+class Budget:
+    """recipe.stop_after: optimizer steps this call may still take (None: no limit)."""
+
+    def __init__(self, steps: int | None) -> None:
+        self.left = steps
+
+    def spend(self) -> bool:
+        """Count one step; True when the call must stop after it."""
+        if self.left is None:
+            return False
+        self.left -= 1
+        return self.left <= 0
+
+
+def train_stage(ctx: dict, stage: Stage, budget: Budget) -> dict:
+    """Train one stage from its checkpoint (or from the modules in memory); returns its summary,
+    with `finished` False when the budget stopped it first."""
+    recipe, backbone, modules, dist, log = ctx["recipe"], ctx["backbone"], ctx["modules"], ctx["dist"], ctx["log"]
+    folder = ctx["out"] / stage.name
+    folder.mkdir(parents=True, exist_ok=True)
+    total = stage.steps(recipe.sequence_length)
+    accum = stage.batch_size // (stage.micro_batch_size * dist.world)
+    if accum < 1:
+        raise ConfigError(f"recipe.stages {stage.name}: batch_size={stage.batch_size} is smaller than "
+                          f"micro_batch_size x world size = {stage.micro_batch_size * dist.world}")
+    params = [p for p in modules.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=stage.lr, betas=tuple(recipe.betas), weight_decay=recipe.weight_decay)
+    step, consumed = 0, 0
+    if (folder / CHECKPOINT).is_file():
+        ck = torch.load(folder / CHECKPOINT, map_location=backbone.device, weights_only=False)
+        modules.load_state_dict(ck["modules"])
+        opt.load_state_dict(ck["optimizer"])
+        step, consumed = ck["step"], ck["consumed"]
+        log(f"[{stage.name}] resuming at step {step}/{total} ({consumed} micro-batches read)")
+    batches = micro_batches(stage_stream(recipe, stage, ctx["fmt"]), stage, recipe, backbone.tokenizer.eos_id,
+                            ctx["segment"], dist.rank, dist.world)
+    batches = itertools.islice(batches, consumed, None)  # the deterministic stream, re-read to where it was
+    t0, tokens = time.perf_counter(), 0
+    finished = step >= total
+    while not finished:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(stage, step, total)
+        collect = (step + 1) % recipe.log_every == 0 or step + 1 == total
+        modules.record_stats(collect)  # the layers' lambda, theta, eta, alpha, inner loss (retrofit.py)
+        loss_sum, acc_sum = 0.0, 0.0
+        for _ in range(accum):
+            ids, labels = next(batches)
+            ids, labels = ids.to(backbone.device), labels.to(backbone.device)
+            loss, acc = next_token_loss(backbone.train_forward(ids), labels)
+            (loss / accum).backward()
+            loss_sum, acc_sum, tokens, consumed = loss_sum + loss.item() / accum, acc_sum + acc / accum, \
+                tokens + ids.numel(), consumed + 1
+        dist.average(params)
+        norm = torch.nn.utils.clip_grad_norm_(params, recipe.grad_clip if recipe.grad_clip > 0 else float("inf"))
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        finished = step >= total
+        stop = budget.spend()
+        if collect:
+            ctx["logger"]({"stage": stage.name, "step": step, "global_step": ctx["offset"] + step, "loss": loss_sum,
+                           "accuracy": acc_sum, "lr": lr_at(stage, step - 1, total), "grad_norm": float(norm),
+                           "tokens_per_s": tokens / max(time.perf_counter() - t0, 1e-9), **modules.stats()})
+            log(f"[{stage.name}] step {step}/{total} loss {loss_sum:.4f} accuracy {acc_sum:.3f} "
+                f"lr {lr_at(stage, step - 1, total):.2e}")
+        if dist.main and (step % stage.save_every == 0 or finished or stop):
+            save_checkpoint(folder / CHECKPOINT, modules, opt, step, consumed, stage)
+        if stop and not finished:
+            return {"name": stage.name, "steps": step, "of": total, "finished": False}
+    if dist.main:
+        modules.save(folder / MODULES)
+    return {"name": stage.name, "steps": step, "of": total, "finished": True,
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _stages(recipe: TitanLlamaRecipe) -> tuple[list[Stage], Path | None]:
+    """The stages this call runs and the modules folder the first one starts from."""
+    out = Path(recipe.output)
+    if recipe.only is None:
+        return list(recipe.stages), recipe.init_from and Path(recipe.init_from)
+    i = [s.name for s in recipe.stages].index(recipe.only)
+    if i == 0:
+        return [recipe.stages[0]], recipe.init_from and Path(recipe.init_from)
+    before = out / recipe.stages[i - 1].name / MODULES
+    if not before.is_dir():
+        raise ConfigError(f"recipe.only={recipe.only}: {before} is missing; run stage "
+                          f"{recipe.stages[i - 1].name!r} first (same recipe.output)")
+    return [recipe.stages[i]], before
+
+
+def run(recipe: TitanLlamaRecipe, log=print) -> dict:
+    """Every stage in order (a finished stage is skipped: its modules are read back); the record
+    of the call in <output>/recipe.json."""
+    if not recipe.output:
+        raise ConfigError("recipe.output is null: name the run folder (the CLI picks outputs/train/<recipe>/<time>)")
+    if recipe.threads:
+        torch.set_num_threads(recipe.threads)
+    torch.manual_seed(recipe.seed)
+    dist = Dist()
+    out = Path(recipe.output)
+    out.mkdir(parents=True, exist_ok=True)
+    backbone, titan, modules = build(recipe, dist)
+    stages, start = _stages(recipe)
+    if start is not None:
+        modules.load(start)
+    ctx = {"recipe": recipe, "backbone": backbone, "modules": modules, "dist": dist, "log": log, "out": out,
+           "fmt": Formatter(backbone), "segment": titan.segment_length,
+           "logger": Logger(recipe, out, out.name, dist.main, log), "offset": 0}
+    budget, done = Budget(recipe.stop_after), []
+    for stage in stages:
+        if (out / stage.name / MODULES).is_dir():
+            modules.load(out / stage.name / MODULES)
+            done.append({"name": stage.name, "finished": True, "skipped": "already trained"})
+        else:
+            done.append(train_stage(ctx, stage, budget))
+        ctx["offset"] += stage.steps(recipe.sequence_length)
+        if not done[-1]["finished"]:
+            log(f"stopped after recipe.stop_after={recipe.stop_after} steps; the same command resumes")
+            break
+    record = {"recipe": asdict(recipe), "stages": done, "method": asdict(titan),
+              "trainable_parameters": sum(p.numel() for p in modules.parameters() if p.requires_grad),
+              "world_size": dist.world, "torch": torch.__version__, "machine": platform.machine()}
+    if dist.main:
+        (out / "recipe.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record

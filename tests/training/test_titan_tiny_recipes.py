@@ -1,0 +1,70 @@
+"""The embedded demonstration's two recipes for a few steps at tiny sizes: tiny_llama_niah writes a
+Llama folder the llama loader reads, tiny_titan post-trains every layer of it and writes modules
+that experiment=tiny_titan's Titan job runs (one RULER example), and the preset's variants."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from memexp.app import load_config, sweep_jobs
+from memexp.backbones import load_backbone
+from memexp.training import main
+
+STEPS2 = "[{name: s, steps: 2, batch_size: 2, lr: 1.0e-3, question: ruler, min_lines: 1, max_lines: 2}]"
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny_llama") / "base"
+    rc = main(["recipe=tiny_llama_niah", f"output={out}", f"stages={STEPS2}", "eval_samples=0", "threads=1",
+               "model.hidden_size=32", "model.intermediate_size=64"])
+    assert rc == 0
+    return out
+
+
+def test_tiny_llama_niah_writes_a_llama_folder_the_loader_reads(base):
+    record = json.loads((base / "recipe.json").read_text())
+    assert record["stages"][0]["steps"] == 2 and record["stages"][0]["tokens"] > 0
+    bb = load_backbone({"name": "t", "arch": "llama", "pretrained": str(base)})
+    assert bb.config.hidden_size == 32 and bb.config.num_hidden_layers == 2 and bb.tokenizer.encode("ab") == [97, 98]
+    # 2 layers x (q 32x32, k and v 32x16 (2 KV heads of 8), o 32x32, MLP 3 x 32x64, 2 norms) + embeddings and head
+    per_layer = 32 * 32 * 2 + 32 * 16 * 2 + 3 * 32 * 64 + 2 * 32
+    assert record["parameters"] == 2 * per_layer + 2 * 258 * 32 + 32
+    assert torch.isfinite(bb.forward(bb.init_state(), bb.tokenizer.encode("One of the"))).all()
+
+
+def test_tiny_titan_trains_every_layer_and_the_preset_runs_its_modules(base, tmp_path):
+    out = tmp_path / "titan"
+    rc = main(["recipe=tiny_titan", f"output={out}", f"backbone_fields.pretrained={base}", "threads=1", "log_every=1",
+               "stages.0.total_tokens=8192", "stages.0.batch_size=2", "stages.0.micro_batch_size=2"])
+    assert rc == 0
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2] and {"layer0/lambda", "layer1/lambda"} <= set(rows[0])
+    modules = out / "niah" / "modules"
+    spec = json.loads((modules / "titan_memory.json").read_text())
+    assert spec["config"]["layers"] == 2 and spec["shapes"]["num_hidden_layers"] == 2  # every layer converted
+    from memexp.runner import run
+
+    cfg = load_config(["experiment=tiny_titan", "method=titan", f"backbone.pretrained={base}",
+                       f"method.memory_path={modules}", f"output_dir={tmp_path / 'runs'}", "bench.lengths=[1024]",
+                       "bench.num_samples=1", "progress=false"])
+    summary = run(cfg)
+    records = [json.loads(line) for line in next((tmp_path / "runs").rglob("records.jsonl")).read_text().splitlines()]
+    assert len(records) == 1 and records[0]["length"] in (1024, "1024") and 0 <= records[0]["score"] <= 100
+    assert summary
+
+
+def test_the_tiny_titan_preset_compares_full_segmented_and_titan(base):
+    cfgs = [load_config(j) for j in sweep_jobs(["experiment=tiny_titan", "method=plain,titan_segmented,titan",
+                                                 f"backbone.pretrained={base}"])]
+    got = {(c.method.name, getattr(c.method, "memory", None)) for c in cfgs}
+    assert got == {("plain", None), ("titan", False), ("titan", True)}
+    for c in cfgs:
+        assert (c.bench.tasks, c.bench.lengths, c.bench.seed) == (["niah_single_1"], [512, 1024, 1536, 2048], 42)
+        if c.method.name == "titan":
+            assert (c.method.layers, c.method.segment_length) == (2, 512)  # all layers; 4x the segment is the longest
+    window = load_config(["experiment=tiny_titan", "method=plain", "backbone.window=512", f"backbone.pretrained={base}"])
+    assert window.backbone.window == 512
