@@ -172,9 +172,10 @@ def test_skipped_rows_are_counted_with_their_1_based_line(tmp_path):
     assert "skipped data rows: 2 (missing field 'a' (1); not valid JSON (1))" in table
 
 
-def test_strict_data_turns_a_skipped_row_into_an_error(tmp_path):
+def test_strict_data_turns_a_skipped_row_into_an_error(tmp_path, caplog):
     path = _rows(tmp_path)
     with skipped_rows.collecting(strict=True), pytest.raises(skipped_rows.StrictDataError) as err:
         datasets.read_rows(path)
     assert str(err.value).startswith(f"{path} row 2: not valid JSON") and "strict_data" in str(err.value)
     assert not skipped_rows._active  # the collector left no state behind
+    assert "(skipped)" not in caplog.text  # the row stopped the run: no line says it was skipped
