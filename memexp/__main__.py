@@ -35,6 +35,9 @@ def _ls(argv: list[str]) -> int:
     from memexp.app import GROUPS, group_options
     from memexp.registry import RECIPES
 
+    if argv:
+        raise ConfigError(f"ls takes no arguments (got {argv[0]!r}); `python -m memexp run --help` lists the "
+                          f"fields of a run")
     for group in GROUPS:
         print(f"{group}: {', '.join(group_options(group)) or '(none)'}")
     print(f"recipe (python -m memexp train): {', '.join(RECIPES.names()) or '(none)'}")
@@ -54,9 +57,12 @@ def _pop_int(argv: list[str], key: str, default: int | None) -> int | None:
             argv.remove(a)
             value = a.split("=", 1)[1]
             try:
-                return int(float(value))
+                number = float(value)  # 1e6 and 131072 alike
             except ValueError:
-                raise ConfigError(f"{key}={value!r}: must be an integer") from None
+                number = None
+            if number is None or not number.is_integer():
+                raise ConfigError(f"{key}={value!r}: must be an integer")
+            return int(number)
     return default
 
 
@@ -64,6 +70,7 @@ def _cost(argv: list[str]) -> int:
     import json
 
     from memexp.app import load_config
+    from memexp.cli_help import reject_flags
     from memexp.costs import PAPER_OUTPUT_TOKENS, PAPER_QUESTION_TOKENS, cost_report, format_cost_table
 
     as_json = _pop_flag(argv, "--json")
@@ -71,6 +78,7 @@ def _cost(argv: list[str]) -> int:
     question = _pop_int(argv, "question_tokens", PAPER_QUESTION_TOKENS)
     output = _pop_int(argv, "output_tokens", PAPER_OUTPUT_TOKENS)
     replay = _pop_int(argv, "replay_tokens", None)  # measured |R|; default the bound R * B
+    reject_flags(argv, "cost", "--json")
     cfg = load_config(argv)
     report = cost_report(cfg, length=length, question_tokens=question, output_tokens=output, replay_tokens=replay)
     print(json.dumps(report, indent=2) if as_json else format_cost_table(report))
@@ -85,9 +93,12 @@ def _latency(argv: list[str]) -> int:
 
 def _data(argv: list[str]) -> int:
     from memexp.app import load_config
+    from memexp.cli_help import reject_flags
     from memexp.data import download
     from memexp.paths import rebase_cache, use_root
+    from memexp.run_checks import check_cache_writable
 
+    reject_flags(argv, "data", "none")
     if any(a.startswith("recipe=") for a in argv):  # a training recipe's data (memexp.data.download_recipe)
         from memexp.data import download_recipe
 
@@ -95,7 +106,9 @@ def _data(argv: list[str]) -> int:
         return 0
     cfg = load_config(argv)
     use_root(cfg.paths.root)
-    path = download(rebase_cache(cfg.bench))
+    bench = rebase_cache(cfg.bench)
+    check_cache_writable(bench)
+    path = download(bench)
     print(f"[memexp] {cfg.bench.name} cached at {path}")
     return 0
 
@@ -164,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as e:  # one line for what the user can fix (memexp.errors); bugs re-raise
         from memexp.errors import command_line, exit_code
 
-        return exit_code(e, command_line(command, rest))
+        return exit_code(e, command_line(command, rest), command)
 
 
 if __name__ == "__main__":

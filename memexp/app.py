@@ -9,10 +9,11 @@ from __future__ import annotations
 import difflib
 import re
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from memexp.config import ConfigError, RunConfig, schema_node, store_schemas, validate
 from memexp.errors import command_line, exit_code, override_type_message
@@ -33,11 +34,16 @@ def group_options(group: str) -> list[str]:
     """The YAML options of a conf/ group; for method and bench also every registered name (an
     outside package's entry runs by name, composed from its schema's defaults)."""
     d = CONF_DIR / group
-    # a preset's sibling <name>.paper.yaml holds the paper's numbers, not an option
-    files = {p.stem for p in d.glob("*.yaml") if not p.name.endswith(".paper.yaml")} if d.is_dir() else set()
+    files = {p.stem for p in d.glob("*.yaml") if not _is_paper_numbers(p.stem)} if d.is_dir() else set()
     registry = {"method": METHODS, "bench": BENCHES}.get(group)
     plugins = set(PLUGIN_LAUNCHERS) if group == "hydra/launcher" else set()
     return sorted(files | plugins | set(registry.names() if registry is not None else ()))
+
+
+def _is_paper_numbers(stem: str) -> bool:
+    """A preset's sibling <name>.paper.yaml (or <name>.<backbone>.paper.yaml) holds the paper's
+    numbers for the report, not an option."""
+    return stem.endswith(".paper")
 
 
 _FIELD_OVERRIDE = re.compile(r"^(backbone|method|bench|logger)\.[A-Za-z_][\w.]*=")
@@ -173,7 +179,8 @@ def preflight(overrides: list[str], multirun: bool, **where: str | None) -> list
     multirun = multirun or getattr(base.hydra.mode, "name", None) == "MULTIRUN"  # e.g. set by hparams_search
     swept = [o for o in parsed if o.is_sweep_override()]
     if swept and not multirun:
-        raise ConfigError(f"{swept[0].input_line}: a sweep; add -m (--multirun) to run each value")
+        key, _, value = swept[0].input_line.lstrip("+~").partition("=")
+        raise ConfigError(_sweep_or_list_message(key, value))
     if not multirun:
         cfgs = [validate(_without_hydra(base))]
         check_run(cfgs[0])
@@ -205,14 +212,19 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
     m = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
     if m:
         group, option = m.group(1), m.group(2)
-        allowed = getattr(e, "options", None) or group_options(group)
+        allowed = [o for o in getattr(e, "options", None) or group_options(group) if not _is_paper_numbers(o)]
         close = difflib.get_close_matches(option, allowed, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
         return f"{group}={option}: {hint}allowed values are {', '.join(allowed)}"
     cause = e.__cause__
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
+        if isinstance(cause, (ConfigKeyError, ConfigAttributeError)):  # a field no schema has: foo=1, paths.foo=1
+            return _unknown_field_message(cause.full_key)
         # a value the schema's type rejects while composing, e.g. method.chunk_size=abc
         return override_type_message(cause.full_key, str(cause).splitlines()[0], overrides)
+    m = re.search(r"Ambiguous value for argument '\+*([^=']+)=([^']*)'", text)
+    if m:
+        return _sweep_or_list_message(m.group(1), m.group(2))
     m = re.search(r"Could not override '([^']+)'", text)
     if m:
         key = m.group(1)
@@ -229,6 +241,23 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
         return type(e).__name__
     # Hydra's "In 'x': SomeError raised while composing config:" says what only its next line
     return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+
+
+def _sweep_or_list_message(key: str, value: str) -> str:
+    """`key=a,b` without -m: a sweep, or a list written without its brackets."""
+    return f"{key}={value}: a sweep; add -m (--multirun) to run each value, or write {key}=[{value}] for a list"
+
+
+def _unknown_field_message(key: str) -> str:
+    """One line for `key=value` naming a field the run has not, with the fields it has."""
+    from memexp.config import PathsConfig
+
+    parent, _, name = key.rpartition(".")
+    known = {"": RunConfig, "paths": PathsConfig}.get(parent)
+    if known is None:
+        return f"{key}: unknown field (`python -m memexp run --help` lists every field)"
+    allowed = ", ".join(sorted(f.name for f in fields(known)))
+    return f"{key}: unknown field; allowed {'top-level ' if not parent else parent + ' '}fields are {allowed}"
 
 
 def run_job(cfg: DictConfig) -> float:

@@ -106,6 +106,17 @@ def _lm_eval() -> str:
             "--tasks niah_single_1 --metadata '{\"max_seq_lengths\": [1024]}' --limit 8")
 
 
+def reject_flags(argv: list[str], command: str, flags: str) -> None:
+    """What is left of a command's argv goes to Hydra as overrides: a mistyped flag (--jsn) is
+    named here, with the command's own flags, instead of as Hydra's lexer error."""
+    from memexp.config import ConfigError
+
+    for a in argv:
+        if a.startswith("-"):
+            raise ConfigError(f"{a}: not an option of {command} (its options: {flags}; "
+                              f"`python -m memexp {command} --help` describes them)")
+
+
 HELP = {"train": _train, "cost": _cost, "latency": _latency, "data": _data, "ls": _ls, "dashboard": _dashboard,
         "lm-eval": _lm_eval}
 

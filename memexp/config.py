@@ -105,6 +105,10 @@ class BackboneConfig:
                 "backbone.pretrained is missing: give a hub id or local directory "
                 "(or backbone.model fields for a random-init model)"
             )
+        if self.revision is not None and (self.pretrained is None or _looks_like_path(self.pretrained)):
+            where = "a random-init model" if self.pretrained is None else f"the local folder {self.pretrained}"
+            raise ConfigError(f"backbone.revision={self.revision!r}: only a hub id has revisions and "
+                              f"backbone.pretrained is {where}; drop backbone.revision (set it to null)")
 
 
 @dataclass
@@ -166,6 +170,17 @@ class PathsConfig:
     runs: str = "outputs/runs"  # the default output_dir
     multirun: str = "outputs/multirun"  # the default hydra.sweep.dir's parent
 
+    def __post_init__(self) -> None:
+        for name, example in (("root", "."), ("runs", "outputs/runs"), ("multirun", "outputs/multirun")):
+            _nonempty_folder(f"paths.{name}", getattr(self, name), example)
+
+
+def _nonempty_folder(path: str, value: str, example: str = "outputs/runs") -> None:
+    """An empty folder name silently means the current folder (or, through `${paths.root}/...`,
+    the file system's root): never what was meant."""
+    if not str(value).strip():
+        raise ConfigError(f"{path} is empty: give a folder (e.g. {path}={example}), or leave it out for the default")
+
 
 @dataclass
 class RunConfig:
@@ -188,6 +203,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         _choice("kernels", self.kernels, ("auto", "triton", "torch"))
+        _nonempty_folder("output_dir", self.output_dir)
         if self.threads is not None:
             _at_least("threads", self.threads, 1)
         if self.max_examples is not None:
@@ -251,6 +267,16 @@ def check_capabilities(backbone: BackboneConfig, method: MethodConfig) -> None:
                           f"allowed methods here are {', '.join(runnable)}")
 
 
+def check_local_paths(group: str, node: Any) -> None:
+    """Every `<name>_path` field of a method or benchmark schema names a file or folder the run
+    reads: one that does not exist stops the run here, before anything loads (and before a
+    task that does not need it would silently ignore it)."""
+    for f in fields(node):
+        value = getattr(node, f.name)
+        if f.name.endswith("_path") and isinstance(value, str) and not Path(value).expanduser().exists():
+            raise ConfigError(f"{group}.{f.name}={value!r}: no such file or directory")
+
+
 def validate(cfg: DictConfig) -> RunConfig:
     """The composed config as typed dataclasses, or ConfigError naming the bad field."""
     for group in ("backbone", "method", "bench", "logger"):
@@ -267,6 +293,8 @@ def validate(cfg: DictConfig) -> RunConfig:
     logger = _build(LoggerConfig, cfg.logger, "logger")
     paths = _build(PathsConfig, cfg.paths, "paths") if cfg.get("paths") is not None else PathsConfig()
     check_capabilities(backbone, method)
+    for group, node in (("method", method), ("bench", bench)):
+        check_local_paths(group, node)
     try:
         rest = OmegaConf.to_object(OmegaConf.merge(OmegaConf.create({k: v for k, v in top.items()})))
     except OmegaConfBaseException as e:

@@ -39,8 +39,9 @@ def _names(error: BaseException) -> set[str]:
     return {k.__name__ for k in type(error).__mro__}
 
 
-def classify(error: BaseException, command: str) -> tuple[int, str] | None:
-    """(exit code, one line) for a failure the user can fix; None for a bug."""
+def classify(error: BaseException, command: str, subcommand: str = "run") -> tuple[int, str] | None:
+    """(exit code, one line) for a failure the user can fix; None for a bug. `command`: the
+    command line that resumes; `subcommand`: the memexp command that failed."""
     names = _names(error)
     first = (str(error).strip().splitlines() or [type(error).__name__])[0]
     if names & set(CONFIG_ERRORS):
@@ -50,16 +51,16 @@ def classify(error: BaseException, command: str) -> tuple[int, str] | None:
     if isinstance(error, RunInterrupted):
         return 130, f"{error}; resume with: {command}"
     if isinstance(error, KeyboardInterrupt):
-        return 130, "interrupted before any question was recorded"
+        return 130, "interrupted before any question was recorded" if subcommand == "run" else "interrupted"
     if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
         where = f" {error.filename}" if error.filename else ""
         return 1, f"cannot write{where}: {error.strerror}; {DISK_ERRNOS[error.errno]}"
     return None
 
 
-def exit_code(error: BaseException, command: str = "") -> int:
+def exit_code(error: BaseException, command: str = "", subcommand: str = "run") -> int:
     """Print the one line for `error` and return its exit code, or re-raise a bug."""
-    found = classify(error, command)
+    found = classify(error, command, subcommand)
     if found is None:
         raise error
     code, line = found
@@ -76,7 +77,9 @@ def override_type_message(key: str, message: str, overrides: list[str]) -> str:
     """One line for a value its schema's type rejects while composing; a scalar given for a list
     field (`bench.lengths=4096`) is told the bracket form."""
     if "is not a ListConfig" in message:
-        given = next((o.split("=", 1)[1] for o in overrides if o.lstrip("+~").split("=", 1)[0] == key), None)
+        # the last override of the key is the one that took effect
+        given = next((o.split("=", 1)[1] for o in reversed(overrides) if o.lstrip("+~").split("=", 1)[0] == key),
+                     None)
         example = f"[{given}]" if given is not None else "[a,b]"
         return f"{key}={given}: expected a list; write {key}={example} (with brackets)"
     return f"{key}: {message}"

@@ -241,20 +241,26 @@ def main(argv: list[str]) -> int:
     and its method.* configure it)."""
     from memexp.app import load_config
     from memexp.backbones import load_backbone
+    from memexp.cli_help import reject_flags
     from memexp.config import ConfigError, NoteBankConfig, PlainConfig
     from memexp.dispatch import set_kernels
     from memexp.methods import build_method
+    from memexp.run_checks import check_model_config
 
     argv = list(argv)
     as_json = "--json" in argv
     if as_json:
         argv.remove("--json")
+    lengths_text = _pop(argv, "lengths", "4096,16384,65536")
     try:
-        lengths = [int(float(x)) for x in _pop(argv, "lengths", "4096,16384,65536").split(",")]
-        repeats = int(_pop(argv, "repeats", "3"))
-        new_tokens = int(_pop(argv, "new_tokens", "32"))
-    except ValueError as e:
-        raise ConfigError(f"latency options: {e}") from None
+        lengths = [int(float(x)) for x in lengths_text.split(",")]
+    except ValueError:
+        raise ConfigError(f"lengths={lengths_text!r}: must be integers separated by commas, e.g. lengths=1024,4096") from None
+    counts = {"repeats": _pop(argv, "repeats", "3"), "new_tokens": _pop(argv, "new_tokens", "32")}
+    for name, text in counts.items():
+        if not text.lstrip("-").isdigit():
+            raise ConfigError(f"{name}={text!r}: must be an integer >= 1")
+    repeats, new_tokens = int(counts["repeats"]), int(counts["new_tokens"])
     for name, values in (("lengths", lengths), ("repeats", [repeats]), ("new_tokens", [new_tokens])):
         if min(values) < 1:
             raise ConfigError(f"{name}={min(values)}: must be an integer >= 1")
@@ -262,8 +268,10 @@ def main(argv: list[str]) -> int:
     source = _pop(argv, "inputs", "ruler")
     if source not in ("ruler", "synthetic"):
         raise ConfigError(f"inputs={source!r}: allowed values are ruler, synthetic")
+    reject_flags(argv, "latency", "--json")
     tasks_given = any(a.startswith("bench.tasks=") for a in argv)
     cfg = load_config(argv)
+    check_model_config(cfg)  # a Triton kernel on a CPU machine, an unbuildable random-init model
     set_kernels(cfg.kernels)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)

@@ -154,12 +154,24 @@ class RunFolder:
         atomic_write(self.records_path, kept)
 
     def append(self, record: Record | Mapping[str, Any]) -> None:
+        """One line, whole or not at all: a write the disk cuts short (full, quota) is taken back
+        before the error goes up, so the file still ends in a complete record. The one writer
+        (memexp.run_lock) makes the size before the write the place to cut back to."""
         obj = record.to_json() if isinstance(record, Record) else record
         line = (json.dumps(obj, ensure_ascii=False, default=_jsonable) + "\n").encode()
         fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
-            os.fsync(fd)
+            start = os.fstat(fd).st_size
+            try:
+                written = 0
+                while written < len(line):  # a short write is not an error by itself
+                    written += os.write(fd, line[written:])
+                os.fsync(fd)
+            except BaseException as e:  # a full disk, or Ctrl-C in the middle of the line
+                os.ftruncate(fd, start)
+                if isinstance(e, OSError):  # named, so that the one-line error says which file
+                    raise OSError(e.errno, e.strerror, str(self.records_path)) from None
+                raise
         finally:
             os.close(fd)
 

@@ -22,12 +22,17 @@ HEAD_FIELDS = ("num_attention_heads", "num_heads")
 
 
 def check_run(cfg: RunConfig) -> None:
-    check_machine(cfg)
+    """Everything `memexp run` checks before any model loads (beyond `memexp.config.validate`)."""
+    check_model_config(cfg)
     check_writable("output_dir", cfg.output_dir)
-    cache = getattr(cfg.bench, "cache_dir", None)
-    if cache is not None and not (Path(cache).expanduser() / ".complete").exists():  # a finished download is only read
-        check_writable("bench.cache_dir", cache)
+    check_cache_writable(cfg.bench, cfg.paths.root)
     check_context_fields(cfg)
+    check_metric(cfg)
+
+
+def check_model_config(cfg: RunConfig) -> None:
+    """What every command that loads the backbone checks first (run, latency)."""
+    check_machine(cfg)
     check_model_shape(cfg.backbone.model)
     # a read adapter trained on another backbone stops here, before the model loads
     check_backbone(getattr(cfg.method, "adapter", None), cfg.backbone)
@@ -65,6 +70,18 @@ def check_writable(field: str, folder: str) -> None:
                           f"{field}") from None
 
 
+def check_cache_writable(bench, root: str = ".") -> None:
+    """The benchmark's cache_dir (a relative one lies under paths.root, memexp.paths) takes new
+    files, unless it holds a finished download (only read)."""
+    cache = getattr(bench, "cache_dir", None)
+    if cache is None:
+        return
+    path = Path(cache).expanduser()
+    path = path if path.is_absolute() else Path(root).expanduser() / path
+    if not (path / ".complete").exists():
+        check_writable("bench.cache_dir", str(path))
+
+
 def longest_context(bench) -> tuple[int, str] | None:
     """(tokens, the field that sets it) of the longest context the benchmark builds, when known."""
     lengths = getattr(bench, "lengths", None)
@@ -88,18 +105,63 @@ def check_context_fields(cfg: RunConfig) -> None:
                               f"{tokens} tokens), so it cannot act; choose method.{name} <= {tokens}")
 
 
-def check_model_shape(model: dict) -> None:
-    """A random-init `backbone.model` whose heads cannot split its width (it would build, run and score 0)."""
+def check_model_shape(model: dict, where: str = "backbone.model") -> None:
+    """A random-init `backbone.model` that would build, run and score 0 (or fail deep in torch):
+    a size below 1 (every integer field but the token ids is a count or a size), or heads that
+    cannot split its width."""
+    for key, value in model.items():
+        if isinstance(value, int) and not isinstance(value, bool) and not key.endswith("_token_id") and value < 1:
+            raise ConfigError(f"{where}.{key}={value}: must be an integer >= 1 (a size or a count)")
     heads_key = next((k for k in HEAD_FIELDS if k in model), None)
     width, heads = model.get("hidden_size"), model.get(heads_key) if heads_key else None
     if isinstance(width, int) and isinstance(heads, int) and heads > 0 and model.get("head_dim") is None \
             and width % heads:
-        raise ConfigError(f"backbone.model.{heads_key}={heads}: does not divide backbone.model.hidden_size={width}; "
-                          f"choose a divisor of {width} (or set backbone.model.head_dim)")
+        raise ConfigError(f"{where}.{heads_key}={heads}: does not divide {where}.hidden_size={width}; "
+                          f"choose a divisor of {width} (or set {where}.head_dim)")
     kv = model.get("num_key_value_heads")
     if isinstance(kv, int) and isinstance(heads, int) and kv > 0 and heads % kv:
-        raise ConfigError(f"backbone.model.num_key_value_heads={kv}: does not divide backbone.model.{heads_key}="
+        raise ConfigError(f"{where}.num_key_value_heads={kv}: does not divide {where}.{heads_key}="
                           f"{heads}; choose a divisor of {heads}")
+
+
+# summary.json values a sweep may optimise (memexp.runner._summary): numbers, and tables indexed
+# by task and/or length; `aggregate/<name>` are the benchmark's own, known only once it has run
+SUMMARY_NUMBERS = ("overall", "num_questions", "num_examples", "added_flops_ratio", "mean_storage_bytes")
+SUMMARY_TABLES = {"by_length": ("lengths",), "by_task": ("tasks",), "scores": ("tasks", "lengths"),
+                  "counts": ("tasks", "lengths")}
+
+
+def check_metric(cfg: RunConfig) -> None:
+    """`metric` names one number the run's summary will hold; a length or task it names is one
+    the run has (known for benchmarks with `lengths` / `tasks` fields)."""
+    head, *rest = cfg.metric.split("/")
+    if head == "aggregate" and len(rest) == 1:
+        return
+    if not ((head in SUMMARY_NUMBERS and not rest) or (head in SUMMARY_TABLES and len(rest) == len(SUMMARY_TABLES[head]))):
+        raise ConfigError(f"metric={cfg.metric}: not a number of the summary; allowed are "
+                          f"{', '.join(SUMMARY_NUMBERS)}, by_length/<length>, by_task/<task>, "
+                          f"scores/<task>/<length>, counts/<task>/<length>, aggregate/<name>")
+    for part, axis in zip(rest, SUMMARY_TABLES.get(head, ())):
+        allowed = [str(v) for v in getattr(cfg.bench, axis, None) or ()]
+        if allowed and part not in allowed:
+            raise ConfigError(f"metric={cfg.metric}: {part!r} is not one of this run's bench.{axis} "
+                              f"({', '.join(allowed)})")
+
+
+def check_recipe(recipe) -> None:
+    """A training recipe's fields that its schema leaves to every recipe alike, checked before any
+    step runs (a bad one would otherwise stop the recipe after minutes of training, or deep in torch)."""
+    for name, low in (("threads", 1), ("log_every", 1), ("eval_length", 64), ("eval_samples", 0)):
+        value = getattr(recipe, name, None)
+        if isinstance(value, int) and value < low:
+            raise ConfigError(f"recipe.{name}={value}: must be an integer >= {low}")
+    init_from = getattr(recipe, "init_from", None)
+    if init_from and not Path(init_from).expanduser().exists():
+        raise ConfigError(f"recipe.init_from={init_from!r}: no such checkpoint folder")
+    if isinstance(getattr(recipe, "model", None), dict):
+        check_model_shape(recipe.model, "recipe.model")
+    if getattr(recipe, "output", None) and not getattr(recipe, "replace_assets", False):
+        check_writable("recipe.output", recipe.output)
 
 
 def check_launcher_environment(overrides: list[str]) -> None:

@@ -164,8 +164,8 @@ def report(row: SourceRow, problem: str) -> None:
     """Log a skipped row (1-based, as editors count lines) and count it in the run's summary."""
     from memexp.benchmarks import skipped_rows
 
+    skipped_rows.add(row.source, row.index + 1, problem)  # first: under strict_data it raises, nothing is skipped
     log.warning("%s row %d: %s (skipped)", row.source, row.index + 1, problem)
-    skipped_rows.add(row.source, row.index + 1, problem)
 
 
 def row_problem(data: Any, fields: dict[str, type | tuple[type, ...]], nonempty: tuple[str, ...] = ()) -> str | None:

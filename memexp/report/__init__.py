@@ -16,6 +16,7 @@ Without --tables / --figures it prints the method x length table of every benchm
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from memexp.report.paper import PaperTable, load
@@ -84,9 +85,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--paper", action="append", default=[], help="a paper_numbers YAML file (repeatable)")
     args = p.parse_args(argv)
     paper = [t for f in args.paper for t in load(Path(f))]
+    missing = [r for r in args.roots if not Path(r).expanduser().exists()]
+    if missing:
+        print(f"memexp: report: {missing[0]}: no such folder", file=sys.stderr)
+        return 2
     runs = find_runs([Path(r) for r in args.roots])
     if not runs:
-        print(f"no run folders with summary.json under {', '.join(args.roots)}")
+        print(f"memexp: report: no run folders (config.yaml with summary.json or records.jsonl) under "
+              f"{', '.join(args.roots)}", file=sys.stderr)
         return 1
     groups = by_bench(runs)
     for bench, group in groups.items():

@@ -8,7 +8,14 @@ from pathlib import Path
 
 
 def read_summary(folder: Path) -> dict:
-    return json.loads((Path(folder) / "summary.json").read_text())
+    """summary.json; for a run killed before it wrote one (SIGKILL, a lost machine), the summary
+    of the records it left, marked incomplete: the report shows what was recorded, never nothing."""
+    path = Path(folder) / "summary.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    from memexp.records import summarize
+
+    return {**summarize(read_records(folder)), "complete": False}
 
 
 def read_records(folder: Path) -> list[dict]:

@@ -89,10 +89,21 @@ def _sum_or_none(values) -> int | None:
     return None if not values or any(v is None for v in values) else int(sum(values))
 
 
+def _is_run_folder(folder: Path) -> bool:
+    """config.yaml beside a summary.json, or beside the records of a run stopped before its first summary."""
+    return (folder / "config.yaml").is_file() and ((folder / "summary.json").is_file()
+                                                  or _nonempty(folder / "records.jsonl"))
+
+
+def _nonempty(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0
+
+
 def _run_folders(root: Path) -> list[Path]:
-    """Run folders under `root` (config.yaml + summary.json), and those that sweep job folders point to."""
-    found = [s.parent for s in sorted(root.rglob("summary.json")) if s.with_name("config.yaml").exists()]
-    if root.is_dir() and (root / "summary.json").exists() and (root / "config.yaml").exists():
+    """Run folders under `root` (see `_is_run_folder`), and those that sweep job folders point to."""
+    found = sorted({p.parent for name in ("summary.json", "records.jsonl") for p in root.rglob(name)
+                    if _is_run_folder(p.parent)})
+    if root.is_dir() and _is_run_folder(root):
         found.insert(0, root)
     for pointer in sorted(root.rglob(POINTER)):
         target = _follow(pointer)
@@ -110,7 +121,7 @@ def _follow(pointer: Path) -> Path | None:
     p = Path(text).expanduser()
     # relative pointers: to the job folder, or to the folder the sweep was launched from
     for cand in ([p] if p.is_absolute() else [pointer.parent / p, Path.cwd() / p]):
-        if (cand / "summary.json").exists() and (cand / "config.yaml").exists():
+        if _is_run_folder(cand):
             return cand
     return None
 

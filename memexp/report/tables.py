@@ -15,7 +15,8 @@ from memexp.report.paper import PaperTable
 from memexp.report.runs import Cell, Run
 
 INCOMPLETE = " (incomplete)"
-INCOMPLETE_NOTE = "(incomplete): summary.json has complete: false (cut short, a missing shard, or still running)"
+INCOMPLETE_NOTE = ("(incomplete): not every example recorded (summary.json has complete: false, or no summary.json "
+                   "yet): cut short, a missing shard, killed, or still running")
 
 
 @dataclass

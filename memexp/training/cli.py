@@ -78,8 +78,11 @@ def _choose_output(recipe, name: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    from memexp.run_checks import check_recipe
+
     try:
         recipe, run = load_recipe(list(argv))
+        check_recipe(recipe)
     except ConfigError as e:
         print(f"memexp: {e}", file=sys.stderr)
         return 2

@@ -46,6 +46,46 @@ BAD = [
     ("not a bool", ["run", *TINY, "strict_data=maybe"], 2, "strict_data='maybe': expected bool"),
     ("train into the assets", ["train", "recipe=tiny_gdn", f"output={ASSETS_DIR / 'tiny_gdn'}"], 2,
      "recipe.replace_assets=true"),
+    # found trying every field (beyond the list)
+    ("unknown top-level field", ["run", *TINY, "foo=1"], 2, "foo: unknown field; allowed top-level fields are"),
+    ("unknown paths field", ["run", *TINY, "paths.foo=1"], 2, "paths.foo: unknown field; allowed paths fields"),
+    ("scalar for a list given last", ["run", *TINY, "bench.lengths=4096"], 2, "write bench.lengths=[4096]"),
+    ("list without brackets", ["run", *TINY, "bench.lengths=512,1024"], 2,
+     "add -m (--multirun) to run each value, or write bench.lengths=[512,1024] for a list"),
+    ("empty output_dir", ["run", *TINY, "output_dir="], 2, "output_dir is empty"),
+    ("empty paths.root", ["run", *TINY, "paths.root="], 2, "paths.root is empty"),
+    ("random-init size below 1", ["run", *TINY, "backbone.model.hidden_size=-1"], 2,
+     "backbone.model.hidden_size=-1: must be an integer >= 1"),
+    ("random-init without layers", ["run", *TINY, "backbone.model.num_hidden_layers=0"], 2,
+     "backbone.model.num_hidden_layers=0: must be an integer >= 1"),
+    ("a data file that is not there", ["run", *TINY, "bench.cwe_words_path=/no/such/words.json"], 2,
+     "bench.cwe_words_path='/no/such/words.json': no such file or directory"),
+    ("a data folder that is not there", ["run", "backbone=tiny_gdn_random", "method=plain", "bench=longbench",
+                                         "bench.data_path=/no/such/longbench"], 2,
+     "bench.data_path='/no/such/longbench': no such file or directory"),
+    ("revision of a local checkpoint", ["run", *TINY, "backbone=tiny_gdn", "backbone.revision=main"], 2,
+     "backbone.revision='main': only a hub id has revisions"),
+    ("metric the summary has not", ["run", *TINY, "metric=accuracy"], 2, "metric=accuracy: not a number of the summary"),
+    ("metric at a length the run has not", ["run", *TINY, "metric=by_length/4096"], 2,
+     "metric=by_length/4096: '4096' is not one of this run's bench.lengths (512)"),
+    ("fractional cost length", ["cost", "backbone=tiny_gdn_random", "method=plain", "length=1.5"], 2,
+     "length='1.5': must be an integer"),
+    ("mistyped cost flag", ["cost", "backbone=tiny_gdn_random", "method=plain", "--jsn"], 2,
+     "--jsn: not an option of cost (its options: --json"),
+    ("latency lengths not numbers", ["latency", "backbone=tiny_gdn_random", "lengths=abc"], 2,
+     "lengths='abc': must be integers separated by commas"),
+    ("latency triton on cpu", ["latency", "backbone=tiny_gdn_random", "kernels=triton"], 2,
+     "kernels=triton: the Triton kernels need a CUDA GPU"),
+    ("data cache not writable", ["data", "bench=longbench", "bench.cache_dir=/sys/memexp-cache"], 2,
+     "bench.cache_dir=/sys/memexp-cache: cannot write there"),
+    ("ls with an argument", ["ls", "backbone"], 2, "ls takes no arguments"),
+    ("report of a missing folder", ["report", "/no/such/runs"], 2, "report: /no/such/runs: no such folder"),
+    ("train zero threads", ["train", "threads=0"], 2, "recipe.threads=0: must be an integer >= 1"),
+    ("train size below 1", ["train", "model.hidden_size=-3"], 2, "recipe.model.hidden_size=-3: must be an integer"),
+    ("train from a missing checkpoint", ["train", "init_from=/no/such/ckpt"], 2,
+     "recipe.init_from='/no/such/ckpt': no such checkpoint folder"),
+    ("train output not writable", ["train", "output=/sys/memexp-train"], 2,
+     "recipe.output=/sys/memexp-train: cannot write there"),
 ]
 
 
@@ -54,7 +94,7 @@ def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected)
     out = tmp_path / "runs"
     if args[0] == "run" and not any(a.startswith("output_dir=") for a in args):
         args = [*args, f"output_dir={out}"]
-    result = memexp(*args, cwd=tmp_path if args[0] == "train" else None)
+    result = memexp(*args, cwd=tmp_path if args[0] in ("train", "data") else None)
     lines = error_lines(result.stderr)
     assert result.returncode == code, result.stderr[-2000:]
     assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
@@ -132,9 +172,10 @@ def test_skipped_rows_are_counted_with_their_1_based_line(tmp_path):
     assert "skipped data rows: 2 (missing field 'a' (1); not valid JSON (1))" in table
 
 
-def test_strict_data_turns_a_skipped_row_into_an_error(tmp_path):
+def test_strict_data_turns_a_skipped_row_into_an_error(tmp_path, caplog):
     path = _rows(tmp_path)
     with skipped_rows.collecting(strict=True), pytest.raises(skipped_rows.StrictDataError) as err:
         datasets.read_rows(path)
     assert str(err.value).startswith(f"{path} row 2: not valid JSON") and "strict_data" in str(err.value)
     assert not skipped_rows._active  # the collector left no state behind
+    assert "(skipped)" not in caplog.text  # the row stopped the run: no line says it was skipped

@@ -107,3 +107,22 @@ def test_a_corrupt_middle_line_stops_the_run_and_repair_keeps_every_good_record(
     assert "(3 questions already recorded)" in repaired.stderr  # nothing recomputed, nothing lost
     assert path.read_text() == "".join(good)
     assert (folder / "records.bad.jsonl").read_text() == '{"example_id": "oops"\n'
+
+
+def test_report_shows_a_run_killed_before_its_first_summary_as_incomplete(tmp_path, capsys):
+    """SIGKILL before the first summary.json: the report lists the recorded questions, marked
+    incomplete, instead of leaving the run out."""
+    from memexp.__main__ import main
+
+    folder = tmp_path / "runs" / "ruler" / "tiny_gdn_random" / "plain" / "abc"
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text("backbone: {name: tiny_gdn_random}\nmethod: {name: plain}\n"
+                                        "bench: {name: ruler}\n")
+    rec = {"task": "niah_single_1", "length": 512, "question_id": "0"}
+    (folder / "records.jsonl").write_text("".join(json.dumps({**rec, "example_id": str(i), "score": s}) + "\n"
+                                                  for i, s in enumerate([100.0, 0.0])))
+    assert main(["report", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("tiny_gdn_random / plain"))
+    assert row.split() == ["tiny_gdn_random", "/", "plain", "(incomplete)", "50.0", "(n=2)", "50.0", "(n=2)"]
+    assert "no summary.json" in out

@@ -100,3 +100,27 @@ def test_hub_ids_without_a_local_snapshot_are_named_by_id_and_revision(tmp_path,
 @pytest.mark.parametrize("name", ["ruler", "longbench", "longbench_v2", "memoryagentbench", "quality", "longhealth"])
 def test_every_benchmark_declares_its_version(name):
     assert isinstance(BENCHES.get(name).meta.get("version"), int)
+
+
+def test_the_same_command_in_two_clones_at_different_paths_names_the_same_folder(tmp_path):
+    """Two copies of the package (two clones, or a clone and an installed wheel): the shipped
+    checkpoint, the configs and every asset path differ by location only."""
+    import subprocess
+    import sys
+
+    from memexp_cli import ENV, ROOT
+
+    code = ("from memexp.app import load_config; from memexp.records import run_folder; "
+            "print(run_folder(load_config(['backbone=tiny_gdn', 'method=notebank', 'bench=ruler', "
+            "'output_dir=runs'])))")
+    folders = []
+    for clone in ("a", "elsewhere/b"):
+        shutil.copytree(ROOT / "memexp", tmp_path / clone / "memexp", ignore=shutil.ignore_patterns("__pycache__"))
+        out = subprocess.run([sys.executable, "-c", code + "; import memexp; print(memexp.__file__)"],
+                             env={**ENV, "PYTHONPATH": str(tmp_path / clone)}, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        folder, package = out.stdout.split()
+        assert package.startswith(str(tmp_path / clone))  # this clone's memexp ran
+        folders.append(folder)
+    assert folders[0] == folders[1]

@@ -110,3 +110,49 @@ def test_a_failed_summary_write_leaves_no_temporary_file(tmp_path):
         folder.write_summary({"overall": 1})
     assert err.value.errno == errno.ENOSPC
     assert not tmp.exists() and not tmp.is_symlink() and not folder.summary_path.exists()
+
+
+def test_a_record_the_disk_cuts_short_is_taken_back_and_the_error_names_the_file(tmp_path, monkeypatch):
+    """A full disk lets a write through in part (a short write), then refuses the rest: the file
+    must still end in the last complete record, so that the next append never glues onto half a line."""
+    import errno
+    import os
+
+    import pytest
+
+    from memexp import records
+
+    folder = RunFolder(tmp_path)
+    folder.append(_rec("a", "0"))
+    before = folder.records_path.read_bytes()
+    real_write = os.write
+    calls = []
+
+    def full_disk(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, data[: len(data) // 2])  # half of the line fits
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(records.os, "write", full_disk)
+    with pytest.raises(OSError) as err:
+        folder.append(_rec("b", "0"))
+    monkeypatch.undo()
+    assert len(calls) == 2  # the short write was followed up, not taken for the whole line
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(folder.records_path)
+    assert folder.records_path.read_bytes() == before
+    folder.append(_rec("b", "0"))
+    assert [r["example_id"] for r in folder.load_records()] == ["a", "b"]
+
+
+def test_a_short_write_the_disk_completes_is_one_whole_line(tmp_path, monkeypatch):
+    import os
+
+    from memexp import records
+
+    folder = RunFolder(tmp_path)
+    real_write = os.write
+    monkeypatch.setattr(records.os, "write", lambda fd, data: real_write(fd, data[:7]))  # 7 bytes per call
+    folder.append(_rec("a", "0"))
+    monkeypatch.undo()
+    assert folder.records_path.read_text() == json.dumps(_rec("a", "0")) + "\n"
