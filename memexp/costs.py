@@ -256,10 +256,12 @@ def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QU
         "inputs": {"context": n.context, "question": n.question, "output": n.output, "replay": n.replay,
                    "notes": n.notes, "archived": n.archived, "assumed": list(n.assumed)},
     }
-    if run_cfg.method.name == "titan":
+    from memexp.methods.titan.config import TitanConfig
+
+    if isinstance(run_cfg.method, TitanConfig):
         report["titan"] = titan_costs(_attention_config(run_cfg), run_cfg.method, length + question_tokens +
                                       max(output_tokens, 1) - 1, shapes.dtype_bytes)
-    elif nb is None and run_cfg.method.name != "plain":
+    elif nb is None and METHODS.get(run_cfg.method.name).meta.get("adds_flops") is not False:
         report["note"] = f"added FLOPs of method {run_cfg.method.name!r} are not modelled; Plain figures only"
     return {**report, **_costs(shapes, nb, n, helper_bytes)}
 

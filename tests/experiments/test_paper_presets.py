@@ -82,6 +82,7 @@ PAPER = {
 # configs: W 512 with batches of 1,024 tokens, 1024 with 1,024, 2048 with 2,048).
 LLAMA = "llama32_1b"
 FULL, TITAN = (LLAMA, "plain", None), (LLAMA, "titan", None)
+SEG = (LLAMA, "titan_segmented", None)  # the "segmented attn." rows: method=titan_segmented
 SEGMENTED, MEMORY = (False, False, 512, 1024), (True, False, 512, 1024)
 CHUNKS = {(True, False, 512, 1024), (True, False, 1024, 1024), (True, False, 2048, 2048)}
 FAMILIES = {"single": ["niah_single_1", "niah_single_2", "niah_single_3"],
@@ -90,20 +91,20 @@ FAMILIES = {"single": ["niah_single_1", "niah_single_2", "niah_single_3"],
             "hotpotqa": ["qa_2"], "squad": ["qa_1"], "vt": ["vt"]}
 L4K_32K = [4096, 8192, 16384, 32768]
 for k in (1, 2, 3):  # Table 1: S-NIAH-1/2/3 at 8K-32K
-    PAPER[f"titan_sniah_{k}"] = {"jobs": {FULL, TITAN}, "titan": {SEGMENTED, MEMORY}, "bench": {
+    PAPER[f"titan_sniah_{k}"] = {"jobs": {FULL, SEG, TITAN}, "titan": {SEGMENTED, MEMORY}, "bench": {
         "name": "ruler", "tasks": [f"niah_single_{k}"], "lengths": [8192, 16384, 32768], "num_samples": 100}}
 for fam in ("single", "multikey", "multiquery", "multivalue", "fwe_cwe", "hotpotqa"):  # Table 2
-    PAPER[f"titan_ruler_{fam}"] = {"jobs": {FULL, TITAN}, "titan": {SEGMENTED, MEMORY}, "bench": {
+    PAPER[f"titan_ruler_{fam}"] = {"jobs": {FULL, SEG, TITAN}, "titan": {SEGMENTED, MEMORY}, "bench": {
         "name": "ruler", "tasks": FAMILIES[fam], "lengths": L4K_32K, "num_samples": 100}}
 for fam in FAMILIES:  # Table 4 (later layers local) and Table 5 (chunk sizes)
-    PAPER[f"titan_local_ruler_{fam}"] = {"jobs": {TITAN}, "titan": {(False, True, 512, 1024), (True, True, 512, 1024)},
+    PAPER[f"titan_local_ruler_{fam}"] = {"jobs": {SEG, TITAN}, "titan": {(False, True, 512, 1024), (True, True, 512, 1024)},
                                          "bench": {"name": "ruler", "tasks": FAMILIES[fam], "lengths": L4K_32K,
                                                    "num_samples": 100}}
     PAPER[f"titan_chunks_{fam}"] = {"jobs": {TITAN}, "titan": CHUNKS, "bench": {
         "name": "ruler", "tasks": FAMILIES[fam], "lengths": L4K_32K, "num_samples": 100}}
 for bench in ("quality", "longhealth"):  # Fig. 3 and Table 3
-    PAPER[f"titan_{bench}"] = {"jobs": {FULL, TITAN}, "titan": {SEGMENTED, MEMORY}, "bench": {"name": bench}}
-    PAPER[f"titan_local_{bench}"] = {"jobs": {TITAN}, "titan": {(False, True, 512, 1024), (True, True, 512, 1024)},
+    PAPER[f"titan_{bench}"] = {"jobs": {FULL, SEG, TITAN}, "titan": {SEGMENTED, MEMORY}, "bench": {"name": bench}}
+    PAPER[f"titan_local_{bench}"] = {"jobs": {SEG, TITAN}, "titan": {(False, True, 512, 1024), (True, True, 512, 1024)},
                                      "bench": {"name": bench}}
     PAPER[f"titan_chunks_{bench}"] = {"jobs": {TITAN}, "titan": CHUNKS, "bench": {"name": bench}}
 PAPER["titan_quality"]["bench"]["split"] = "dev"  # the paper's +-1.08 is the standard error of the 2,086 dev questions
@@ -176,7 +177,7 @@ def test_preset_composes_at_every_sweep_point_with_the_papers_settings(name, tmp
                 assert (m.span_budget, m.replay_budget) == (64, want["R"])
         elif m.name == "clean_start":
             assert m.rescale == 0.0  # App. C.3: the state reset, no replay
-        elif m.name == "titan":
+        elif m.name in ("titan", "titan_segmented"):
             assert (m.layers, m.max_lr, m.rope_memory, m.value_residual) == (4, 1.0, True, True)  # layers 0-3
             titan.add((m.memory, m.local_later_layers, m.segment_length, m.test_batch))
         else:

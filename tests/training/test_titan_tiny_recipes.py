@@ -61,7 +61,7 @@ def test_the_tiny_titan_preset_compares_full_segmented_and_titan(base):
     cfgs = [load_config(j) for j in sweep_jobs(["experiment=tiny_titan", "method=plain,titan_segmented,titan",
                                                  f"backbone.pretrained={base}"])]
     got = {(c.method.name, getattr(c.method, "memory", None)) for c in cfgs}
-    assert got == {("plain", None), ("titan", False), ("titan", True)}
+    assert got == {("plain", None), ("titan_segmented", False), ("titan", True)}
     for c in cfgs:
         assert (c.bench.tasks, c.bench.lengths, c.bench.seed) == (["niah_single_1"], [512, 1024, 1536, 2048], 42)
         if c.method.name == "titan":

@@ -62,3 +62,17 @@ def check_memory_folder(path: Optional[str]) -> None:
 # llama_layers; config.validate refuses any other backbone before it loads).
 METHODS.register(TitanConfig.name, "memexp.methods.titan.method:Titan", schema=TitanConfig,
                  requires=("layer_replacement", "llama_layers"))
+
+
+@dataclass
+class TitanSegmentedConfig(TitanConfig):
+    """The paper's "segmented attn." control (Tables 2-4) as its own method name, so that one sweep
+    runs full attention (plain), segmented attention and Titan-Llama side by side: Titan's layers
+    with the memory and the gate off."""
+
+    name: str = "titan_segmented"
+    memory: bool = False
+
+
+METHODS.register(TitanSegmentedConfig.name, "memexp.methods.titan.method:Titan", schema=TitanSegmentedConfig,
+                 requires=("layer_replacement", "llama_layers"))
