@@ -124,7 +124,10 @@ def test_ctrl_c_says_what_was_recorded_and_how_to_resume(tmp_path):
     # enough examples that the run cannot end on its own between its first record and the signal
     # (40 did, on a loaded machine: the poller slept while the tiny model answered them all)
     args = [*TINY, "bench.num_samples=400", f"output_dir={out}"]
-    proc = subprocess.Popen(command("run", *args), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a child inherits an ignored SIGINT (Python then never raises KeyboardInterrupt): whatever the
+    # test process's own disposition, the run starts as a terminal user's would, with the default
+    proc = subprocess.Popen(command("run", *args), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while time.time() < deadline and not any(p.stat().st_size for p in out.rglob("records.jsonl")):
         time.sleep(0.05)
