@@ -54,6 +54,22 @@ class Stage:
     note_fraction: float = 0.25  # share of batches in NoteBank's replay form (needle, suffix, question)
 
 
+def check_stages(stages: list[Stage]) -> None:
+    """A NIAH-text curriculum's stages (tiny_gdn's and tiny_llama_niah's), before any step runs."""
+    if not stages:
+        raise ConfigError("recipe.stages is empty: give at least one stage")
+    for i, s in enumerate(stages):
+        where = f"recipe.stages.{i}"
+        if s.question not in QUESTIONS:
+            raise ConfigError(f"{where}.question={s.question!r}: allowed values are {', '.join(QUESTIONS)}")
+        if not 1 <= s.min_lines <= s.max_lines:
+            raise ConfigError(f"{where}: need 1 <= min_lines <= max_lines, got {s.min_lines}, {s.max_lines}")
+        if not 0.0 <= s.note_fraction <= 1.0:
+            raise ConfigError(f"{where}.note_fraction={s.note_fraction!r}: must be in [0, 1]")
+        if s.steps < 0 or s.batch_size < 1 or s.lr <= 0:
+            raise ConfigError(f"{where}: steps >= 0, batch_size >= 1 and lr > 0 are required")
+
+
 @dataclass
 class TinyGDNRecipe:
     seed: int = 0  # model init and every training stream (RULER evaluates on seed 42 streams)
@@ -77,18 +93,7 @@ class TinyGDNRecipe:
     eval_samples: int = 50  # RULER seed-42 examples in the final check; 0 = skip
 
     def __post_init__(self) -> None:
-        if not self.stages:
-            raise ConfigError("recipe.stages is empty: give at least one stage")
-        for i, s in enumerate(self.stages):
-            where = f"recipe.stages.{i}"
-            if s.question not in QUESTIONS:
-                raise ConfigError(f"{where}.question={s.question!r}: allowed values are {', '.join(QUESTIONS)}")
-            if not 1 <= s.min_lines <= s.max_lines:
-                raise ConfigError(f"{where}: need 1 <= min_lines <= max_lines, got {s.min_lines}, {s.max_lines}")
-            if not 0.0 <= s.note_fraction <= 1.0:
-                raise ConfigError(f"{where}.note_fraction={s.note_fraction!r}: must be in [0, 1]")
-            if s.steps < 0 or s.batch_size < 1 or s.lr <= 0:
-                raise ConfigError(f"{where}: steps >= 0, batch_size >= 1 and lr > 0 are required")
+        check_stages(self.stages)
         if self.init not in ("torch", "fla"):
             raise ConfigError(f"recipe.init={self.init!r}: allowed values are torch, fla")
         if self.conv_init <= 0:
@@ -219,6 +224,12 @@ def run(recipe: TinyGDNRecipe, log=print) -> dict:
                                                                        recipe.eval_samples)
         log(f"plain {TASK} at {recipe.eval_length}: {metrics[f'plain_{TASK}_{recipe.eval_length}']:.1f}%")
     backbone.save_pretrained(out)
+    return write_recipe_record(out, recipe, stages, model, train_seconds, metrics, log)
+
+
+def write_recipe_record(out: Path, recipe, stages: list[dict], model: torch.nn.Module, train_seconds: float,
+                        metrics: dict, log=print) -> dict:
+    """recipe.json beside the weights of a NIAH-text recipe (tiny_gdn, tiny_llama_niah): how it was made."""
     record = {
         "recipe": asdict(recipe),
         "data": {"task_style": TASK, "train_streams": f"{STREAM_PREFIX}/{recipe.seed}/<stage>/<step>/<i>",

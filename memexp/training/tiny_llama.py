@@ -14,9 +14,8 @@ copying numbers quickly on CPU.
 from __future__ import annotations
 
 import json
-import platform
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
@@ -27,8 +26,8 @@ from memexp.backbones.loading import save_weights
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.config import ConfigError
 from memexp.training.niah_eval import plain_accuracy
-from memexp.training.niah_text import QUESTIONS, STREAM_PREFIX, TASK
-from memexp.training.tiny_gdn import Stage, train_stage
+from memexp.training.niah_text import TASK
+from memexp.training.tiny_gdn import Stage, check_stages, train_stage, write_recipe_record
 
 
 @dataclass
@@ -52,18 +51,7 @@ class TinyLlamaRecipe:
     def __post_init__(self) -> None:
         if self.replace_assets:
             raise ConfigError("recipe.replace_assets=true: tiny_llama_niah ships no asset; give recipe.output")
-        if not self.stages:
-            raise ConfigError("recipe.stages is empty: give at least one stage")
-        for i, s in enumerate(self.stages):
-            where = f"recipe.stages.{i}"
-            if s.question not in QUESTIONS:
-                raise ConfigError(f"{where}.question={s.question!r}: allowed values are {', '.join(QUESTIONS)}")
-            if not 1 <= s.min_lines <= s.max_lines:
-                raise ConfigError(f"{where}: need 1 <= min_lines <= max_lines, got {s.min_lines}, {s.max_lines}")
-            if s.steps < 0 or s.batch_size < 1 or s.lr <= 0:
-                raise ConfigError(f"{where}: steps >= 0, batch_size >= 1 and lr > 0 are required")
-            if not 0.0 <= s.note_fraction <= 1.0:
-                raise ConfigError(f"{where}.note_fraction={s.note_fraction!r}: must be in [0, 1]")
+        check_stages(self.stages)
         if self.init not in ("torch", "normal"):
             raise ConfigError(f"recipe.init={self.init!r}: allowed values are torch, normal")
 
@@ -108,17 +96,4 @@ def run(recipe: TinyLlamaRecipe, log=print) -> dict:
         key = f"plain_{TASK}_{recipe.eval_length}"
         metrics[key] = plain_accuracy(backbone, TASK, recipe.eval_length, recipe.eval_samples)
         log(f"plain {TASK} at {recipe.eval_length}: {metrics[key]:.1f}%")
-    record = {
-        "recipe": asdict(recipe),
-        "data": {"task_style": TASK, "train_streams": f"{STREAM_PREFIX}/{recipe.seed}/<stage>/<step>/<i>",
-                 "eval_streams": f"{TASK}/42/<index> (RULER's)"},
-        "stages": stages,
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "train_seconds": round(train_seconds, 1),
-        "metrics": metrics,
-        "torch": torch.__version__,
-        "machine": f"{platform.machine()}, {recipe.threads} threads",
-    }
-    (out / "recipe.json").write_text(json.dumps(record, indent=2) + "\n")
-    log(f"saved {out} ({record['parameters']} parameters, {train_seconds:.0f} s of training)")
-    return record
+    return write_recipe_record(out, recipe, stages, model, train_seconds, metrics, log)
