@@ -220,13 +220,17 @@ class LayerStackBackbone(Backbone):
     def train_forward(self, ids: torch.Tensor) -> torch.Tensor:
         """ids [B, T] from the zero state -> logits [B, T, vocab] in the compute dtype, through
         the same layer calls as `forward` with autograd left on (the whole T as one chunk)."""
+        return self.model.lm_head(self.train_hidden(ids))
+
+    def train_hidden(self, ids: torch.Tensor) -> torch.Tensor:
+        """`train_forward` before the LM head: the final-normed hidden states [B, T, hidden]
+        (a recipe with a large vocabulary applies the head at the positions it scores only)."""
         ids = torch.as_tensor(ids, device=self.device)
         if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] == 0:
             raise ValueError(f"train_forward expects int64 ids [B, T] with T >= 1, got {ids.dtype} {list(ids.shape)}")
         B, T = ids.shape
         states = [layer.init_state(self.state_spec(B)) for layer in self.layers]
-        hidden = self._run_layers(self._embed(ids), states, self._context(0, T, 0, None))
-        return self.model.lm_head(self._final_norm(hidden))
+        return self._final_norm(self._run_layers(self._embed(ids), states, self._context(0, T, 0, None)))
 
     def _context(self, first: int, length: int, start: int, observer: Observer | None) -> LayerContext:
         positions = torch.arange(first, first + length, device=self.device)

@@ -23,9 +23,10 @@ CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "recipe"
 
 
 def _recipes() -> dict:
-    from memexp.training import tiny_gdn
+    from memexp.training import tiny_gdn, tiny_gdn_words
 
-    return {"tiny_gdn": (tiny_gdn.TinyGDNRecipe, tiny_gdn.run)}
+    return {"tiny_gdn": (tiny_gdn.TinyGDNRecipe, tiny_gdn.run),
+            "tiny_gdn_words": (tiny_gdn_words.TinyGDNWordsRecipe, tiny_gdn_words.run)}
 
 
 def load_recipe(argv: list[str]):
