@@ -49,6 +49,8 @@ HUB_FIELDS = ("pretrained", "tokenizer")
 # A string is read as a path only in a path field or when written like one, so that a name
 # (`backbone.name=tiny_gdn`) never turns into a fingerprint because the cwd holds such a folder.
 PATH_FIELDS = (*HUB_FIELDS, "init_from")
+# bench fields added after run folders existed, each with its value that changes nothing
+BENCH_FIELDS_ADDED = (("shard", None), ("essay_standin", False))
 
 
 def file_fingerprint(path: Path) -> dict[str, Any]:
@@ -138,9 +140,10 @@ def identity(cfg_dict: dict, fetch: bool = False) -> dict[str, Any]:
     from memexp.registry import BENCHES
 
     semantic = {k: v for k, v in cfg_dict.items() if k not in NOT_IN_KEY}
-    if isinstance(semantic.get("bench"), dict) and semantic["bench"].get("shard", "") is None:
-        # an unsharded run is keyed as before bench.shard existed
-        semantic["bench"] = {k: v for k, v in semantic["bench"].items() if k != "shard"}
+    if isinstance(semantic.get("bench"), dict):
+        # fields added later, at the value that computes what runs computed before them, are keyed
+        # as before they existed (an unsharded run; RULER without its essay stand-in)
+        semantic["bench"] = {k: v for k, v in semantic["bench"].items() if (k, v) not in BENCH_FIELDS_ADDED}
     bench = cfg_dict.get("bench", {}).get("name")
     entry = BENCHES.get(bench) if bench in BENCHES else None
     return {

@@ -36,6 +36,8 @@ SIX_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1
 # word values (RULER's six tasks use numbers and UUIDs only): the model must copy any value type
 VARIANTS = {"words_noise": NiahTask("noise", "words", "words"), "words_essay": NiahTask("essay", "words", "words")}
 FORMS = ("ruler",)  # the only form generated: RULER's full input
+QUESTIONS = ("ruler", "prefix")  # RULER's question + answer prefix | the answer prefix alone
+MIN_ESSAY_WORDS = 20  # an essay haystack of a word or two would leave the needle almost alone, like a replayed note
 NOISE_TOKENS_PER_LINE = 25  # a first guess of the size search below (the noise line is ~25 word tokens)
 ESSAY_TOKENS_PER_WORD = 1.3
 
@@ -76,9 +78,11 @@ def build_sample(task: str, size: int, rng: random.Random) -> Sample:
     return generator.build(0, max(size, generator.min_size), rng)
 
 
-def encode(tokenizer: Tokenizer, task: str, sample: Sample) -> WordsExample:
-    """The runner's encoding (context with BOS, then the prompt) followed by the target."""
-    ids = tokenizer.encode(sample.context, add_bos=True) + tokenizer.encode(sample.prompt)
+def encode(tokenizer: Tokenizer, task: str, sample: Sample, question: str = "ruler") -> WordsExample:
+    """The runner's encoding (context with BOS, then the prompt) followed by the target.
+    `question="prefix"` keeps only RULER's answer prefix of the prompt (after its "? ")."""
+    prompt = sample.prompt if question == "ruler" else "\n" + sample.prompt.split("? ", 1)[1]
+    ids = tokenizer.encode(sample.context, add_bos=True) + tokenizer.encode(prompt)
     ordered = sorted(sample.meta["needles"], key=lambda n: n["offset"])
     wanted = set(sample.answers)
     values = [n["value"] for n in ordered if n["value"] in wanted]
@@ -86,19 +90,21 @@ def encode(tokenizer: Tokenizer, task: str, sample: Sample) -> WordsExample:
     return WordsExample(task, ids + target, len(ids), "ruler", sample)
 
 
-def example(tokenizer: Tokenizer, task: str, max_tokens: int, rng: random.Random) -> WordsExample:
+def example(tokenizer: Tokenizer, task: str, max_tokens: int, rng: random.Random,
+            question: str = "ruler") -> WordsExample:
     """An example of `task` of at most `max_tokens` tokens, its haystack drawn between a
     quarter and all of what fits (so needles sit at every depth of every context size)."""
     spec = spec_of(task)
     per_unit = ESSAY_TOKENS_PER_WORD if spec.haystack == "essay" else NOISE_TOKENS_PER_LINE
     budget = max_tokens * rng.uniform(0.25, 1.0)
-    size = max(1, int((budget - 120) / per_unit))
+    smallest = MIN_ESSAY_WORDS if spec.haystack == "essay" else 1
+    size = max(smallest, int((budget - 120) / per_unit))
     draw = rng.getrandbits(64)
     while True:
-        built = encode(tokenizer, task, build_sample(task, size, random.Random(draw)))
-        if len(built.ids) <= max_tokens or size == 1:
+        built = encode(tokenizer, task, build_sample(task, size, random.Random(draw)), question)
+        if len(built.ids) <= max_tokens or size == smallest:
             return built
-        size = max(1, int(size * 0.85))
+        size = max(smallest, int(size * 0.85))
 
 
 def pick_task(rng: random.Random, variant_share: float) -> str:

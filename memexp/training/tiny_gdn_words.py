@@ -33,6 +33,7 @@ from memexp.backbones.gdn.model import GDNBackbone
 from memexp.config import ASSETS_DIR, ConfigError
 from memexp.training.niah_eval import plain_accuracy
 from memexp.training.niah_words import (
+    QUESTIONS,
     SIX_TASKS,
     STREAM_PREFIX,
     VARIANTS,
@@ -63,6 +64,9 @@ class WordsStage:
     # (plus variant_share of word-valued variants). One needle and one value first, so the model
     # learns to copy before it must list four values.
     tasks: list[str] = field(default_factory=list)
+    # ruler: RULER's question and answer prefix; prefix: the answer prefix alone (curriculum start:
+    # the value a dozen tokens back when the needle ends the haystack). Both read the whole document.
+    question: str = "ruler"
 
 
 @dataclass
@@ -70,6 +74,9 @@ class TinyGDNWordsRecipe:
     seed: int = 0  # model init, tokenizer text and every training stream
     output: Optional[str] = None  # checkpoint directory; null = a new outputs/train/tiny_gdn_words/<time>
     replace_assets: bool = False  # write the shipped model, memexp/assets/tiny_gdn_words
+    # continue from this checkpoint (weights and tokenizer) instead of a new tokenizer and random init;
+    # recipe.json records it beside the stages run here
+    init_from: Optional[str] = None
     model: dict = field(default_factory=lambda: {
         "hidden_size": 128, "num_hidden_layers": 4, "num_heads": 4, "head_dim": 32, "expand_v": 1.0,
         "hidden_ratio": 4})  # FLA GatedDeltaNetConfig fields; vocab_size comes from the trained tokenizer
@@ -99,6 +106,8 @@ class TinyGDNWordsRecipe:
             unknown = [t for t in s.tasks if t not in SIX_TASKS and t not in VARIANTS]
             if unknown:
                 raise ConfigError(f"{where}.tasks: {unknown[0]!r} is not one of {', '.join(SIX_TASKS + tuple(VARIANTS))}")
+            if s.question not in QUESTIONS:
+                raise ConfigError(f"{where}.question={s.question!r}: allowed values are {', '.join(QUESTIONS)}")
             if s.steps < 0 or s.batch_size < 1 or s.lr <= 0:
                 raise ConfigError(f"{where}: steps >= 0, batch_size >= 1 and lr > 0 are required")
         if self.init not in ("torch", "fla"):
@@ -121,7 +130,7 @@ def step_examples(recipe: TinyGDNWordsRecipe, stage: WordsStage, step: int, toke
     for i in range(stage.batch_size):
         own = stream(recipe.seed, stage.name, step, i)
         task = own.choice(stage.tasks) if stage.tasks else pick_task(own, recipe.variant_share)
-        texts.append(example(tokenizer, task, budget, own))
+        texts.append(example(tokenizer, task, budget, own, stage.question))
     return texts
 
 
@@ -194,9 +203,17 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
                           "or pass replace_assets=true to write memexp/assets/tiny_gdn_words")
     out = CHECKPOINT_DIR if recipe.replace_assets else Path(recipe.output)
     t0 = time.perf_counter()
-    tokenizer = train_tokenizer(tokenizer_corpus(recipe.seed, recipe.tokenizer_examples))
+    if recipe.init_from:
+        from memexp.backbones import load_backbone
+
+        loaded = load_backbone({"name": NAME, "arch": "gdn", "pretrained": str(Path(recipe.init_from).resolve()),
+                                "device": "cpu", "dtype": "float32"})
+        model, tokenizer = loaded.model, loaded.tokenizer
+        previous = json.loads((Path(recipe.init_from) / "recipe.json").read_text())
+    else:
+        tokenizer = train_tokenizer(tokenizer_corpus(recipe.seed, recipe.tokenizer_examples))
+        model, previous = build_model(_with_vocab(recipe, tokenizer.vocab_size)), None
     log(f"tokenizer: {tokenizer.vocab_size} tokens")
-    model = build_model(_with_vocab(recipe, tokenizer.vocab_size))
     backbone = GDNBackbone(model, tokenizer, NAME, prefill_chunk=2048)
     stages = []
     for stage in recipe.stages:
@@ -219,10 +236,12 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
                                  f"{recipe.eval_seed}"},
         "tokenizer": {"vocab_size": tokenizer.vocab_size, "kind": "words (BPE without merges, ignore_merges)"},
         "stages": stages,
-        "tokens": sum(s["tokens"] for s in stages),
-        "steps": sum(s["steps"] for s in stages),
+        # from scratch: this run's stages; continued (init_from): the checkpoint's record comes along
+        "init_from": previous,
+        "tokens": sum(s["tokens"] for s in stages) + (previous["tokens"] if previous else 0),
+        "steps": sum(s["steps"] for s in stages) + (previous["steps"] if previous else 0),
         "parameters": sum(p.numel() for p in model.parameters()),
-        "train_seconds": round(train_seconds, 1),
+        "train_seconds": round(train_seconds + (previous["train_seconds"] if previous else 0), 1),
         "metrics": metrics,
         "torch": torch.__version__,
         "machine": f"{platform.machine()}, {recipe.threads} threads",

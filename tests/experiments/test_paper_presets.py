@@ -76,7 +76,7 @@ PAPER = {
         "jobs": {("mamba2", "notebank", None)}, "grid": {(b, r) for b in (64, 128, 256) for r in (1, 2, 4)},
         "bench": {"name": "ruler", "tasks": NIAH6, "num_samples": 100}},
 }
-NOT_PAPER = {"tiny_gdn_lengths"}  # memexp's own tiny_gdn table
+NOT_PAPER = {"tiny_gdn_lengths", "tiny_gdn_words_lengths"}  # memexp's own tiny-model tables
 
 
 def presets() -> list[str]:
