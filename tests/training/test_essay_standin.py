@@ -5,13 +5,11 @@ import json
 import os
 import subprocess
 import sys
-
 from pathlib import Path
 
 import pytest
 
 import memexp
-
 from memexp.benchmarks.ruler.sources import load_essays
 from memexp.benchmarks.ruler.standin import STANDIN_SOURCE, standin_text, word_subset
 from memexp.config import ConfigError, RulerConfig
