@@ -9,7 +9,11 @@ share of word-valued variants (VARIANTS) so values are numbers, words and UUIDs.
 
 Never NoteBank's replay form: no example is a needle (or any note) followed by the question
 without the task text and haystack around it, and no example starts from a reset state
-with a needle; `forms` names the single form generated, `ruler`, so a test can hold it.
+with a needle; `FORMS` names the two forms generated, so a test can hold it: `ruler`, and
+`copy`, the first stage's warm-up (random tokens, then the same tokens again: the loss on the
+second copy teaches the model to copy, which the NIAH answers alone teach too slowly on this
+machine: 3 value tokens per example against ~100 per copy passage). A copy passage holds no
+needle sentence, no question and no value, so it is not a note replayed either.
 
 The essay haystack is memexp's stand-in prose (memexp.benchmarks.ruler.standin) with a
 seed drawn per example from the training stream, never the evaluation text's seed 0.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Optional
 
 from memexp.backbones.base import Tokenizer
 from memexp.benchmarks.ruler.haystacks import EssayHaystack
@@ -35,7 +40,9 @@ SIX_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1
              "niah_multivalue")
 # word values (RULER's six tasks use numbers and UUIDs only): the model must copy any value type
 VARIANTS = {"words_noise": NiahTask("noise", "words", "words"), "words_essay": NiahTask("essay", "words", "words")}
-FORMS = ("ruler",)  # the only form generated: RULER's full input
+# ruler: RULER's full input; copy: a passage of random tokens, a newline, the passage again (the
+# warm-up that teaches copying, with no needle, no question and no task text: not a note either)
+FORMS = ("ruler", "copy")
 QUESTIONS = ("ruler", "prefix")  # RULER's question + answer prefix | the answer prefix alone
 MIN_ESSAY_WORDS = 20  # an essay haystack of a word or two would leave the needle almost alone, like a replayed note
 NOISE_TOKENS_PER_LINE = 25  # a first guess of the size search below (the noise line is ~25 word tokens)
@@ -50,7 +57,7 @@ class WordsExample:
     ids: list[int]
     answer_start: int
     form: str
-    sample: Sample
+    sample: Optional[Sample]  # None for a copy passage
 
 
 def stream(seed: int, *names) -> random.Random:
@@ -130,3 +137,20 @@ def tokenizer_corpus(seed: int, num_examples: int = 400):
     for i in range(max(len(adj), len(noun))):
         yield f"for {adj[i % len(adj)]}-{noun[i % len(noun)]} is"
     yield " ".join(" ".join(words) for words in word_subset())
+
+
+def copy_example(vocab: list[int], max_tokens: int, rng: random.Random, bos_id: int, eos_id: int) -> WordsExample:
+    """BOS, a passage of tokens drawn uniformly from `vocab[1:]`, `vocab[0]` (the newline), the same passage,
+    EOS; the target is the second passage (and EOS). Its length is drawn so it fits `max_tokens`."""
+    n = rng.randint(max(4, max_tokens // 8), max(4, (max_tokens - 3) // 2))
+    passage = [rng.choice(vocab[1:]) for _ in range(n)]
+    first = [bos_id] + passage + [vocab[0]]
+    return WordsExample("copy", first + passage + [eos_id], len(first), "copy", None)
+
+
+def copy_vocabulary(tokenizer) -> list[int]:
+    """The tokens a copy passage draws from: every token but the special ones, the newline first
+    (it separates the two copies)."""
+    special = {tokenizer.bos_id, tokenizer.eos_id, tokenizer.tok.token_to_id("<unk>")}
+    newline = tokenizer.tok.token_to_id("\n")
+    return [newline] + [i for i in range(tokenizer.vocab_size) if i not in special and i != newline]

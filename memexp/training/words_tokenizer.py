@@ -4,8 +4,8 @@ Trained with the `tokenizers` library on the recipe's own text (niah_words.token
 a word-level trainer collects every word of that text, and the saved model is a BPE without
 merges that looks words up whole first (`ignore_merges`), so a word outside the vocabulary
 (a UUID's hex run, a rare word) falls back to its characters instead of an unknown token.
-Spaces are Metaspace's "▁" glued to the next word; digits and punctuation are split off, so a
-7-digit value is 7 tokens and "blue-eyed" is "▁blue", "-", "eyed". The result is a standard
+Spaces are Metaspace's "▁" glued to the next word; digits are split off in groups of three and
+punctuation alone, so a 7-digit value is 3 tokens and "blue-eyed" is "▁blue", "-", "eyed". The result is a standard
 tokenizer.json, read back by `backbone=tiny_gdn_words` like any other.
 """
 
@@ -16,6 +16,7 @@ from memexp.backbones.tokenizer import BOS, EOS, HFTokenizer
 UNK = "<unk>"
 SPACE = "\u2581"
 ALPHABET = [chr(c) for c in range(32, 127)] + ["\n", "\t", SPACE]
+DIGIT_GROUPS = [f"{n:0{w}d}" for w in (1, 2, 3) for n in range(10 ** w)]  # every piece the digit split makes
 
 
 def _pre_tokenizer():
@@ -24,7 +25,9 @@ def _pre_tokenizer():
     return pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(r"\n"), "isolated"),
         pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme="never"),
-        pre_tokenizers.Digits(individual_digits=True),
+        # digits in groups of three from the left, as Llama 3's tokenizer splits numbers: a 7-digit
+        # value is 3 tokens, each of 1,110 distinct ones, so copying it is a lookup of the previous token
+        pre_tokenizers.Split(Regex(r"[0-9]{1,3}"), "isolated"),
         pre_tokenizers.Punctuation("isolated"),
     ])
 
@@ -38,7 +41,7 @@ def train_tokenizer(corpus) -> HFTokenizer:
     counter.train_from_iterator(corpus, trainer=trainers.WordLevelTrainer(special_tokens=[UNK, BOS, EOS],
                                                                           min_frequency=1, show_progress=False))
     vocab = counter.get_vocab()
-    for piece in ALPHABET:
+    for piece in ALPHABET + DIGIT_GROUPS:
         vocab.setdefault(piece, len(vocab))
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=UNK, ignore_merges=True))
     tok.pre_tokenizer = _pre_tokenizer()
