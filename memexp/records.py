@@ -31,7 +31,7 @@ class Record:
     """One answered question: one line of records.jsonl.
 
     The field order is the JSON key order of the line; the optional fields (`question`,
-    `costs`) are left out of the line when None, so records written before they existed load
+    `costs`, `source`) are left out of the line when None, so records written before they existed load
     and compare unchanged. The identity, task, length and score are what a
     summary needs; the rest default to empty so a record made by hand (a test, another tool)
     may leave them out.
@@ -50,6 +50,7 @@ class Record:
     seconds: dict[str, float] = field(default_factory=dict)  # "read", "read/<stage>", then answer stages
     method_stats: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable method figures
     costs: dict[str, Any] | None = None  # memexp.costs per-record figures, or {"error": ...}
+    source: str | None = None  # Example.source: the text is a stand-in for the benchmark's data (None: its own)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -68,7 +69,7 @@ class Record:
 
 
 _RECORD_FIELDS = frozenset(f.name for f in fields(Record))
-_OPTIONAL = ("question", "costs")
+_OPTIONAL = ("question", "costs", "source")
 
 
 def config_hash(cfg_dict: dict) -> str:

@@ -50,6 +50,9 @@ HUB_FIELDS = ("pretrained", "tokenizer")
 # (`backbone.name=tiny_gdn`) never turns into a fingerprint because the cwd holds such a folder.
 # `method.adapter` (a read-adapter folder) enters by content: retrained adapters are a new run.
 PATH_FIELDS = (*HUB_FIELDS, "init_from", "adapter")
+# fields added after run folders existed, each with its value that changes nothing
+BENCH_FIELDS_ADDED = (("shard", None), ("essay_standin", False))
+METHOD_FIELDS_ADDED = (("adapter", None),)
 
 
 def file_fingerprint(path: Path) -> dict[str, Any]:
@@ -139,12 +142,11 @@ def identity(cfg_dict: dict, fetch: bool = False) -> dict[str, Any]:
     from memexp.registry import BENCHES
 
     semantic = {k: v for k, v in cfg_dict.items() if k not in NOT_IN_KEY}
-    if isinstance(semantic.get("bench"), dict) and semantic["bench"].get("shard", "") is None:
-        # an unsharded run is keyed as before bench.shard existed
-        semantic["bench"] = {k: v for k, v in semantic["bench"].items() if k != "shard"}
-    if isinstance(semantic.get("method"), dict) and semantic["method"].get("adapter", "") is None:
-        # a run without read adapters is keyed as before method.adapter existed
-        semantic["method"] = {k: v for k, v in semantic["method"].items() if k != "adapter"}
+    # fields added later, at the value that computes what runs computed before them, are keyed as
+    # before they existed (an unsharded run; RULER without its essay stand-in; no read adapters)
+    for group, added in (("bench", BENCH_FIELDS_ADDED), ("method", METHOD_FIELDS_ADDED)):
+        if isinstance(semantic.get(group), dict):
+            semantic[group] = {k: v for k, v in semantic[group].items() if (k, v) not in added}
     bench = cfg_dict.get("bench", {}).get("name")
     entry = BENCHES.get(bench) if bench in BENCHES else None
     return {

@@ -183,7 +183,7 @@ def answer_record(ex: Example, q: Question, prediction: str, score: float, conte
         example_id=ex.id, question_id=q.id, task=ex.task, length=ex.length, question=q.prompt, prediction=prediction,
         references=q.references, score=score, metric=q.metric, tokens={"context": context_tokens, **answer.tokens},
         seconds={"read": read_seconds, **{f"read/{k}": v for k, v in memory.seconds.items()}, **answer.seconds},
-        method_stats={**memory.stats, **answer.stats},
+        method_stats={**memory.stats, **answer.stats}, source=ex.source,
     )
 
 

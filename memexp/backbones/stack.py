@@ -223,6 +223,11 @@ class LayerStackBackbone(Backbone):
         With `state` (batch 1, e.g. a context read by `forward`), from that state instead,
         which is advanced as `forward` advances it: a read adapter trains on the readout that
         follows a context (memexp.training.notebank_lora)."""
+        return self.model.lm_head(self.train_hidden(ids, state))
+
+    def train_hidden(self, ids: torch.Tensor, state: StackState | None = None) -> torch.Tensor:
+        """`train_forward` before the LM head: the final-normed hidden states [B, T, hidden]
+        (a recipe with a large vocabulary applies the head at the positions it scores only)."""
         ids = torch.as_tensor(ids, device=self.device)
         if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] == 0:
             raise ValueError(f"train_forward expects int64 ids [B, T] with T >= 1, got {ids.dtype} {list(ids.shape)}")
@@ -234,7 +239,7 @@ class LayerStackBackbone(Backbone):
         hidden = self._run_layers(self._embed(ids), states, self._context(first, T, 0, None))
         if state is not None:
             state.position += T
-        return self.model.lm_head(self._final_norm(hidden))
+        return self._final_norm(hidden)
 
     def _context(self, first: int, length: int, start: int, observer: Observer | None) -> LayerContext:
         positions = torch.arange(first, first + length, device=self.device)

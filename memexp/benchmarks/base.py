@@ -68,6 +68,9 @@ class Example:
     questions: list[Question]
     meta: dict[str, Any] = field(default_factory=dict)
     system: str | None = None
+    # where the text came from when it is not the benchmark's own data (RULER's generated essay
+    # stand-in): every record of the example copies it, so no score is mistaken for the real one
+    source: str | None = None
 
 
 class Benchmark(ABC):

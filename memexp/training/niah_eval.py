@@ -15,11 +15,13 @@ from memexp.methods.plain import Plain
 from memexp.runner import run_example
 
 
-def plain_accuracy(backbone: Backbone, task: str, length: int, num_samples: int, seed: int = 42) -> float:
-    """Mean RULER score (percent) of Plain on `num_samples` examples of `task` at `length` tokens."""
+def plain_accuracy(backbone: Backbone, task: str, length: int, num_samples: int, seed: int = 42,
+                   essay_standin: bool = False) -> float:
+    """Mean RULER score (percent) of Plain on `num_samples` examples of `task` at `length` tokens
+    (`essay_standin`: essay tasks on memexp's stand-in prose, bench.essay_standin)."""
     with tempfile.TemporaryDirectory() as cache_dir:
         bench = Ruler(RulerConfig(tasks=[task], lengths=[length], num_samples=num_samples, seed=seed,
-                                  cache_dir=cache_dir))
+                                  cache_dir=cache_dir, essay_standin=essay_standin))
         examples = bench.task_examples(task, length, backbone.tokenizer)
     method = Plain()
     method.prepare(backbone)

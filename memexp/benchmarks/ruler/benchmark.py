@@ -109,6 +109,11 @@ class Ruler(Benchmark):
             metric=self.metric(task),
             answer_prefix=_template(TASKS[task]).answer_prefix,
         )
+        if self.cfg.essay_standin and needs_essays(task):
+            from memexp.benchmarks.ruler.standin import STANDIN_SOURCE
+
+            for example in examples:
+                example.source = STANDIN_SOURCE
         cache.save(path, key, inputs, examples)
         return examples
 
@@ -130,7 +135,8 @@ class Ruler(Benchmark):
         found: dict[str, sources.Loaded] = {}
         if needs_essays(task):
             essay_tasks = [t for t in cfg.tasks if needs_essays(t)]
-            found["essays"] = self._load("essays", lambda: sources.load_essays(cfg.essay_path, essay_tasks))
+            found["essays"] = self._load("essays", lambda: sources.load_essays(cfg.essay_path, essay_tasks,
+                                                                                   cfg.essay_standin))
             found["splitter"] = sources.Loaded(None, splitter_version())
         if isinstance(spec, (NiahTask, CommonWordsTask)):
             found["wordlists"] = sources.Loaded(None, wordlists_fingerprint())

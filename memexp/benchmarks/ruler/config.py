@@ -24,6 +24,9 @@ class RulerConfig(BenchConfig):
     num_samples: int = 100  # examples per task and length
     seed: int = 42  # RULER's default random seed
     essay_path: Optional[str] = None  # Paul Graham essays: local .json {"text": ...} or .txt
+    # true: the essay tasks hide needles in memexp's generated stand-in prose (ruler/standin.py),
+    # for offline runs; every record then names that source, since scores on it are not RULER's
+    essay_standin: bool = False
     cache_dir: str = "outputs/cache/ruler"  # generated examples, keyed by all inputs
     max_new_tokens: Optional[int] = None  # override RULER's tokens_to_generate (128 for NIAH)
     squad_path: Optional[str] = None  # qa_1: SQuAD v2.0 dev-v2.0.json; null = hub when online
@@ -40,6 +43,8 @@ class RulerConfig(BenchConfig):
         _at_least("bench.num_samples", self.num_samples, 1)
         if self.essay_path is not None and not Path(self.essay_path).expanduser().exists():
             raise ConfigError(f"bench.essay_path={self.essay_path!r}: no such file")
+        if self.essay_standin and self.essay_path is not None:
+            raise ConfigError("bench.essay_standin=true and bench.essay_path are both set: choose one essay source")
         if self.max_new_tokens is not None:
             _at_least("bench.max_new_tokens", self.max_new_tokens, 1)
 

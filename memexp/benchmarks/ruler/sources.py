@@ -75,8 +75,14 @@ def _from_hub(load: Callable[[], Any], message: str) -> Any:
         raise MissingData(f"{message} (hub load failed: {_reason(e)})") from e
 
 
-def load_essays(path: Optional[str], tasks: list[str]) -> Loaded:
-    """The essay text: RULER's PaulGrahamEssays.json ({"text": ...}), a .txt file, or the hub set."""
+def load_essays(path: Optional[str], tasks: list[str], standin: bool = False) -> Loaded:
+    """The essay text: RULER's PaulGrahamEssays.json ({"text": ...}), a .txt file, the hub set,
+    or with `standin` memexp's generated stand-in prose (memexp.benchmarks.ruler.standin)."""
+    if standin:
+        from memexp.benchmarks.ruler.standin import standin_text
+
+        text = standin_text()
+        return Loaded(text, _digest(text.encode()))
     if path is not None:
         raw = _local_file("essay_path", path)
         text = json.loads(raw)["text"] if path.endswith(".json") else raw.decode("utf-8")

@@ -1,0 +1,54 @@
+"""`python -m memexp train recipe=tiny_gdn_words` end to end in a few tiny steps, and its config errors."""
+
+import json
+
+import pytest
+import torch
+
+from memexp.backbones import load_backbone
+from memexp.config import ConfigError
+from memexp.training import main
+from memexp.training.cli import load_recipe
+
+
+def test_a_few_tiny_steps_write_a_checkpoint_with_its_word_tokenizer(tmp_path):
+    out = tmp_path / "ckpt"
+    steps = "[{name: s, steps: 3, batch_size: 2, lr: 1.0e-3, min_tokens: 128, max_tokens: 256}]"
+    rc = main(["recipe=tiny_gdn_words", f"output={out}", f"stages={steps}", "eval_samples=0", "threads=1",
+               "tokenizer_examples=20", "model.hidden_size=32", "model.head_dim=8", "model.num_hidden_layers=2"])
+    assert rc == 0
+    record = json.loads((out / "recipe.json").read_text())
+    assert record["train_length"] == 1024 and record["steps"] == 3
+    assert record["tokens"] == record["stages"][0]["tokens"] > 0 and record["train_seconds"] >= 0
+    assert record["recipe"]["seed"] == 0 and "replay" in record["data"]["form"]
+    bb = load_backbone({"name": "tiny_gdn_words", "arch": "gdn", "pretrained": str(out)})
+    assert bb.config.hidden_size == 32 and len(bb.channels) == 2 * 4
+    assert bb.tokenizer.vocab_size == record["tokenizer"]["vocab_size"] == bb.config.vocab_size
+    ids = bb.tokenizer.encode("One of the special magic numbers for quiet-river is: 12.")
+    assert len(ids) == 16  # One ▁of ▁the ▁special ▁magic ▁numbers ▁for ▁quiet - river ▁is : ▁ 1 2 .
+    assert torch.isfinite(bb.forward(bb.init_state(), ids)).all()
+
+
+def test_the_same_seed_draws_the_same_batches():
+    from memexp.training.niah_words import tokenizer_corpus
+    from memexp.training.tiny_gdn_words import step_examples
+    from memexp.training.words_tokenizer import train_tokenizer
+
+    recipe, _ = load_recipe(["recipe=tiny_gdn_words"])
+    tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
+    first = [e.ids for e in step_examples(recipe, recipe.stages[1], 5, tok)]
+    again = [e.ids for e in step_examples(recipe, recipe.stages[1], 5, tok)]
+    other = [e.ids for e in step_examples(recipe, recipe.stages[1], 6, tok)]
+    assert first == again and first != other
+    assert max(len(ids) for ids in first) <= recipe.train_length
+
+
+@pytest.mark.parametrize("override, field", [
+    ("stages.1.max_tokens=2048", "recipe.stages.1"),
+    ("model.vocab_size=300", "recipe.model.vocab_size"),
+    ("variant_share=2", "recipe.variant_share"),
+    ("bogus=1", "recipe.bogus"),
+])
+def test_a_wrong_value_names_its_field(override, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        load_recipe(["recipe=tiny_gdn_words", override])
