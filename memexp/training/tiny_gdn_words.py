@@ -11,7 +11,11 @@ two rare tokens read in the same words in the needle ("... for {key} is:") and i
 More channels give the vote more voters that can see that match.
 
 The model and initialisation follow tiny_gdn (memexp.training.tiny_gdn: PyTorch's default
-init, long-memory gates at init); the loss is the answer tokens' cross-entropy plus a small
+init, long-memory gates at init) with two changes without which it did not learn to copy a value
+on this machine (docs/benchmarks.md): the embedding and LM head are tied (a copied token's
+embedding is its own output row, which matters for 9.5K rarely seen tokens), and the first
+layer starts as a copy layer (induction_init). The first stage is a copy warm-up
+(niah_words.copy_example), never a replayed note. The loss is the answer tokens' cross-entropy plus a small
 weight on a random sample of the other positions (the LM head runs at those positions only:
 with an 8K-word vocabulary the full head would cost as much as the model). The tokenizer is
 trained first, on the recipe's own text, and saved beside the weights.
@@ -282,9 +286,9 @@ def induction_init(model, layers: int) -> None:
     """Start the first `layers` GDN layers as induction layers: the key's short conv passes the
     previous token, the query's and value's the current one, and q_proj starts equal to k_proj.
     Position t then writes (key of token t-1 -> value of token t), and a later query for a token
-    reads what followed it: copying, which from a random init this model does not find in
-    hundreds of steps on this machine (measured: a 32-token copy at 1 % after 800 steps
-    against 78 % after 100 with this init). Training moves every weight from there."""
+    reads what followed it: copying, which from PyTorch's init these small models do not find
+    in the few hundred steps this machine affords (`python scripts/bench_induction_init.py`,
+    docs/benchmarks.md). Training moves every weight from there."""
     for layer in model.model.layers[:layers]:
         attn = layer.attn
         for conv, tap in ((attn.q_conv1d, -1), (attn.k_conv1d, -2), (attn.v_conv1d, -1)):

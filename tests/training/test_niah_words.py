@@ -1,5 +1,6 @@
 """tiny_gdn_words' training data: RULER's full input only, never NoteBank's replay form, never an
-evaluation stream; and its tokenizer: RULER's key words whole, digits one per token."""
+evaluation stream (the copy warm-up holds no needle, question or task text either); and its
+tokenizer: RULER's key words whole, digits in groups of three."""
 
 import random
 
@@ -38,9 +39,19 @@ def recipe_batches(tokenizer):
 
 
 def test_every_example_is_rulers_full_input_not_a_replayed_note(recipe_batches, tokenizer):
-    assert FORMS == ("ruler",)
-    tasks = set()
+    assert FORMS == ("ruler", "copy")
+    tasks, forms = set(), set()
     for ex in recipe_batches:
+        forms.add(ex.form)
+        if ex.form == "copy":
+            # BOS, a passage, a newline, the same passage, EOS: nothing of RULER's text or a needle
+            half = (len(ex.ids) - 3) // 2
+            assert ex.ids[0] == tokenizer.bos_id and ex.ids[-1] == tokenizer.eos_id and ex.sample is None
+            assert ex.ids[1:1 + half] == ex.ids[half + 2:-1] and ex.answer_start == half + 2
+            assert tokenizer.decode([ex.ids[half + 1]]) == "\n"
+            text = tokenizer.decode(ex.ids)
+            assert "special magic" not in text and "What is" not in text
+            continue
         tasks.add(ex.task)
         assert ex.form == "ruler"
         sample = ex.sample
@@ -59,6 +70,7 @@ def test_every_example_is_rulers_full_input_not_a_replayed_note(recipe_batches, 
         assert len(haystack.split()) >= 5
         assert sample.prompt.count("What ") == 1 and not read.endswith(sample.context[-40:])
     assert tasks <= set(SIX_TASKS) | set(VARIANTS) and len(tasks & set(SIX_TASKS)) >= 5
+    assert forms == set(FORMS)
 
 
 def test_examples_fit_the_training_length_and_the_target_lists_the_values(tokenizer):
@@ -81,13 +93,16 @@ def test_training_streams_are_not_rulers_evaluation_streams():
     assert standin_text(EVAL_SEED)[:200] not in "".join(essays)
 
 
-def test_key_words_are_one_token_and_digits_one_each(tokenizer):
+def test_key_words_are_one_token_and_digits_in_groups_of_three(tokenizer):
     plain_adjectives = [a for a in adjectives() if a.isalpha()]
     plain_nouns = [n for n in nouns() if n.isalpha()]
     for adj, noun in zip(plain_adjectives * 8, plain_nouns):
         ids = tokenizer.encode(f" {adj}-{noun}")
         assert len(ids) == 3, (adj, noun, ids)  # "▁adj", "-", "noun"
-    assert len(tokenizer.encode(" 4417201")) == 8  # the space, then one token per digit
+    pieces = [tokenizer.decode([i]) for i in tokenizer.encode(" 4417201")]
+    assert pieces == [" ", "441", "720", "1"]  # the space, then groups of three from the left
+    for number in ("0", "07", "999", "000123"):  # every group is in the vocabulary, none falls to digits
+        assert len(tokenizer.encode(number)) == -(-len(number) // 3)
     uuid = "3f2a9b1c-0d4e-4f5a-9b6c-7d8e9fa0b1c2"
     assert tokenizer.decode(tokenizer.encode(f" {uuid}.")) == f" {uuid}."
     assert tokenizer.tok.token_to_id("<unk>") not in tokenizer.encode(f"zyzzyva {uuid} Qx")

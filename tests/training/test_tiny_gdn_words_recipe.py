@@ -13,19 +13,21 @@ from memexp.training.cli import load_recipe
 
 def test_a_few_tiny_steps_write_a_checkpoint_with_its_word_tokenizer(tmp_path):
     out = tmp_path / "ckpt"
-    steps = "[{name: s, steps: 3, batch_size: 2, lr: 1.0e-3, min_tokens: 128, max_tokens: 256}]"
+    steps = ("[{name: c, steps: 2, batch_size: 2, lr: 1.0e-3, min_tokens: 64, max_tokens: 96, form: copy},"
+             " {name: s, steps: 3, batch_size: 2, lr: 1.0e-3, min_tokens: 128, max_tokens: 256}]")
     rc = main(["recipe=tiny_gdn_words", f"output={out}", f"stages={steps}", "eval_samples=0", "threads=1",
                "tokenizer_examples=20", "model.hidden_size=32", "model.head_dim=8", "model.num_hidden_layers=2"])
     assert rc == 0
     record = json.loads((out / "recipe.json").read_text())
-    assert record["train_length"] == 1024 and record["steps"] == 3
-    assert record["tokens"] == record["stages"][0]["tokens"] > 0 and record["train_seconds"] >= 0
+    assert record["train_length"] == 1024 and record["steps"] == 5
+    assert record["tokens"] == sum(s["tokens"] for s in record["stages"]) > 0 and record["train_seconds"] >= 0
     assert record["recipe"]["seed"] == 0 and "replay" in record["data"]["form"]
     bb = load_backbone({"name": "tiny_gdn_words", "arch": "gdn", "pretrained": str(out)})
     assert bb.config.hidden_size == 32 and len(bb.channels) == 2 * 4
     assert bb.tokenizer.vocab_size == record["tokenizer"]["vocab_size"] == bb.config.vocab_size
     ids = bb.tokenizer.encode("One of the special magic numbers for quiet-river is: 12.")
-    assert len(ids) == 16  # One ▁of ▁the ▁special ▁magic ▁numbers ▁for ▁quiet - river ▁is : ▁ 1 2 .
+    assert len(ids) == 15  # One ▁of ▁the ▁special ▁magic ▁numbers ▁for ▁quiet - river ▁is : ▁ 12 .
+    assert bb.model.lm_head.weight is bb.model.model.embeddings.weight  # tied, as the recipe sets
     assert torch.isfinite(bb.forward(bb.init_state(), ids)).all()
 
 
@@ -43,11 +45,35 @@ def test_the_same_seed_draws_the_same_batches():
     assert max(len(ids) for ids in first) <= recipe.train_length
 
 
+def test_induction_init_makes_a_tokens_query_match_the_key_written_after_it():
+    """After induction_init, layer 0's key at t (before the feature map) is its query at t - 1:
+    position t writes (previous token -> this token), and a later query for that token reads it."""
+    from types import SimpleNamespace
+
+    from memexp.backbones.ops.short_conv import short_conv
+    from memexp.training.tiny_gdn import build_model
+    from memexp.training.tiny_gdn_words import induction_init
+
+    conf = {"hidden_size": 32, "num_hidden_layers": 2, "num_heads": 2, "head_dim": 8, "vocab_size": 50}
+    model = build_model(SimpleNamespace(model=conf, seed=0, init="torch", decay_min=1e-4, decay_max=1e-3,
+                                        conv_init=0.5))
+    induction_init(model, 1)
+    x = torch.randn(1, 7, 32)
+    for layer, induced in zip(model.model.layers, (True, False)):
+        attn = layer.attn
+        q, _ = short_conv(attn.q_proj(x), attn.q_conv1d.weight, activation=None)
+        k, _ = short_conv(attn.k_proj(x), attn.k_conv1d.weight, activation=None)
+        assert torch.allclose(k[:, 1:], q[:, :-1]) == induced
+
+
 @pytest.mark.parametrize("override, field", [
     ("stages.1.max_tokens=2048", "recipe.stages.1"),
     ("model.vocab_size=300", "recipe.model.vocab_size"),
     ("variant_share=2", "recipe.variant_share"),
     ("bogus=1", "recipe.bogus"),
+    ("stages.0.form=replay", "recipe.stages.0.form"),
+    ("induction_layers=9", "recipe.induction_layers"),
+    ("embed_std=0", "recipe.embed_std"),
 ])
 def test_a_wrong_value_names_its_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
