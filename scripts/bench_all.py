@@ -19,6 +19,7 @@ BENCHMARKS = [
     ("read-once vs re-read (issue 7)", [PY, "scripts/bench_read_once.py", "--repeats", "2"]),
     ("backbones vs transformers (issue 8)", [PY, "scripts/bench_backbones.py", "--threads", "2"]),
     ("threads idle vs one busy neighbour (issue 19)", [PY, "scripts/bench_threads.py"]),
+    ("induction init vs torch init, copying (issue 16)", [PY, "scripts/bench_induction_init.py", "--steps", "200"]),
 ]
 
 
