@@ -186,13 +186,18 @@ def train_stage(backbone: GDNBackbone, recipe: TinyGDNRecipe, stage: Stage, toke
         whole = (hit | ~answer).all(-1).float().mean().item()
         window.append((loss.item(), whole, (hit & answer).sum().item() / answer.sum().item()))
         if (step + 1) % recipe.log_every == 0 or step + 1 == stage.steps:
-            n = len(window)
-            log(f"[{stage.name}] step {step + 1}/{stage.steps} loss {sum(w[0] for w in window) / n:.3f} "
-                f"answers {100 * sum(w[1] for w in window) / n:.0f}% (tokens {100 * sum(w[2] for w in window) / n:.0f}%) "
-                f"({tokens / (time.perf_counter() - t0):.0f} tok/s, lr {lr_at(stage, step):.1e})")
+            log_window(stage, step, window, tokens / (time.perf_counter() - t0), log)
             window = []
     model.eval()
     return {"name": stage.name, "steps": stage.steps, "tokens": tokens, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def log_window(stage, step: int, window: list[tuple[float, float, float]], tokens_per_s: float, log) -> None:
+    """One progress line: the window's mean loss, whole-answer and answer-token rates."""
+    n = len(window)
+    log(f"[{stage.name}] step {step + 1}/{stage.steps} loss {sum(w[0] for w in window) / n:.3f} "
+        f"answers {100 * sum(w[1] for w in window) / n:.0f}% (tokens {100 * sum(w[2] for w in window) / n:.0f}%) "
+        f"({tokens_per_s:.0f} tok/s, lr {lr_at(stage, step):.1e})")
 
 
 def run(recipe: TinyGDNRecipe, log=print) -> dict:

@@ -50,7 +50,7 @@ from memexp.training.niah_words import (
     stream,
     tokenizer_corpus,
 )
-from memexp.training.tiny_gdn import build_model, lr_at
+from memexp.training.tiny_gdn import build_model, log_window, lr_at
 from memexp.training.words_tokenizer import train_tokenizer
 
 NAME = "tiny_gdn_words"
@@ -210,10 +210,7 @@ def train_stage(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, stage: WordsS
         tokens += inputs.numel()
         window.append((loss.item(), whole.float().mean().item(), hits.float().mean().item()))
         if (step + 1) % recipe.log_every == 0 or step + 1 == stage.steps:
-            n = len(window)
-            log(f"[{stage.name}] step {step + 1}/{stage.steps} loss {sum(w[0] for w in window) / n:.3f} "
-                f"answers {100 * sum(w[1] for w in window) / n:.0f}% (tokens {100 * sum(w[2] for w in window) / n:.0f}%) "
-                f"({tokens / (time.perf_counter() - t0):.0f} tok/s, lr {lr_at(stage, step):.1e})")
+            log_window(stage, step, window, tokens / (time.perf_counter() - t0), log)
             window = []
     model.eval()
     return {"name": stage.name, "steps": stage.steps, "tokens": tokens, "seconds": round(time.perf_counter() - t0, 1)}
