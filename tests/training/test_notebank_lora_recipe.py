@@ -131,6 +131,25 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path):
     assert "\n" not in str(e.value) and "recipe.steps differs" in str(e.value)
 
 
+def test_cached_reads_give_the_same_adapter_with_each_example_read_once(tmp_path, monkeypatch):
+    import memexp.training.notebank_lora.train as train
+
+    calls = []
+    real = train.read_example
+    monkeypatch.setattr(train, "read_example", lambda *a: calls.append(a[2].text.id) or real(*a))
+    run(tiny(tmp_path, "read_each_time"), log=lambda line: None)
+    assert len(calls) == 12  # 6 updates x 2 examples
+    calls.clear()
+    run(tiny(tmp_path, "cached", "cache_reads=true"), log=lambda line: None)
+    assert sorted(calls) == sorted(set(calls)) and len(calls) == 4  # the pool of 4, once each
+    a, b = adapter_tensors(tmp_path / "read_each_time"), adapter_tensors(tmp_path / "cached")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # the cache is not part of the adapter's identity: a cached run resumes an uncached one's folder
+    again = []
+    run(tiny(tmp_path, "read_each_time", "cache_reads=true"), log=again.append)
+    assert "already trained" in again[0]
+
+
 def test_a_checkpoint_of_another_recipe_is_not_resumed(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run(tiny(tmp_path, "x"), log=lambda line: (_ for _ in ()).throw(KeyboardInterrupt) if "checkpoint" in line

@@ -119,6 +119,9 @@ class NoteBankLoRARecipe:
     checkpoint_every: int = 50  # updates between checkpoints (resume: the same command)
     log_every: int = 10
     threads: int = 2
+    # keep each example's context state and notes after its first read (they are constants), so a
+    # data pool smaller than steps x accumulate is read once; costs one state per example in memory
+    cache_reads: bool = False
     logger: LoggerConfig = field(default_factory=LoggerConfig)  # logger.name=wandb: loss, lr, grad norm, tokens/s
     output: Optional[str] = None  # the adapter folder; null = outputs/train/notebank_lora/<time> (training.cli)
     replace_assets: bool = False  # write memexp/assets/<asset> (a shipped adapter) instead of `output`

@@ -40,7 +40,8 @@ from memexp.training.notebank_lora.recipe import NoteBankLoRARecipe
 
 CHECKPOINT = ".checkpoint"
 # recipe fields that change how a run is watched or where it writes, not the adapter it makes
-NOT_SEMANTIC = ("output", "replace_assets", "asset", "threads", "log_every", "logger", "checkpoint_every")
+NOT_SEMANTIC = ("output", "replace_assets", "asset", "threads", "log_every", "logger", "checkpoint_every",
+                "cache_reads")
 
 
 def run_config(recipe: NoteBankLoRARecipe):
@@ -57,12 +58,20 @@ def run_config(recipe: NoteBankLoRARecipe):
     return cfg
 
 
-def example_loss(backbone, method, lora, ex: TrainExample, replay: bool) -> tuple[torch.Tensor, int]:
-    """(mean NLL of the target tokens, tokens read with the adapters on) of one example."""
+def read_example(backbone, method, ex: TrainExample, replay: bool) -> tuple[object, list[int]]:
+    """(context state, replayed note ids) of one example: read, written, probed and routed with
+    the adapters off and without autograd, so they are constants of the adapters' training."""
     with torch.no_grad():
         memory = method.read(backbone, ex.context_ids)
         notes = method.select(backbone, memory, ex.question_ids, ex.question, Stopwatch())[1] if replay else []
-    state = memory.state.clone()
+    return memory.state, notes
+
+
+def example_loss(backbone, method, lora, ex: TrainExample, replay: bool, read=None) -> tuple[torch.Tensor, int]:
+    """(mean NLL of the target tokens, tokens read with the adapters on) of one example; `read`:
+    its `read_example` when already computed (never modified here: the state is cloned)."""
+    context_state, notes = read if read is not None else read_example(backbone, method, ex, replay)
+    state = context_state.clone()
     apply_rescale(state, method.cfg.rescale)
     ids = notes + ex.question_ids + ex.target_ids[:-1]
     with lora.enabled():
@@ -160,13 +169,16 @@ def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
     sink = _logger(recipe, out)
     lora.train()
     t0, window = time.perf_counter(), []
+    reads = {}  # example index -> read_example, with recipe.cache_reads (identical on every pass)
     for step in range(start, recipe.steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(recipe, step)
         losses, tokens = [], 0
         for a in range(recipe.accumulate):
-            loss, n = example_loss(backbone, method, lora, examples[(step * recipe.accumulate + a) % len(examples)],
-                                   recipe.replay)
+            i = (step * recipe.accumulate + a) % len(examples)
+            if recipe.cache_reads and i not in reads:
+                reads[i] = read_example(backbone, method, examples[i], recipe.replay)
+            loss, n = example_loss(backbone, method, lora, examples[i], recipe.replay, reads.get(i))
             (loss / recipe.accumulate).backward()
             losses.append(loss.item())
             tokens += n
