@@ -7,8 +7,10 @@ final RULER check): only the model differs. memexp's own Llama modules
 (`memexp.backbones.attention`) are trained through `train_forward`, and the checkpoint is a
 transformers-format Llama folder (config.json with model_type 'llama', model.safetensors, the
 byte tokenizer) that `backbone.arch=llama backbone.pretrained=<folder>` reads back.
-PyTorch's module defaults initialise it (embeddings N(0, 1)), as tiny_gdn found best for
-copying numbers quickly on CPU.
+PyTorch's module defaults initialise it (embeddings N(0, 1)). A copy warm-up (`copy`) comes
+first: from that init and with the NIAH curriculum alone at lr 3e-3 the model never retrieved
+(0 % whole answers); a few hundred steps of copying random strings at lr 1e-3 give it an
+induction circuit (docs/benchmarks.md). A copy string holds no needle, question or value.
 """
 
 from __future__ import annotations
@@ -20,14 +22,35 @@ from pathlib import Path
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 
 from memexp.backbones.attention.model import AttentionBackbone, AttentionConfig, LlamaForCausalLM
 from memexp.backbones.loading import save_weights
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.config import ConfigError
 from memexp.training.niah_eval import plain_accuracy
-from memexp.training.niah_text import TASK
+from memexp.training.niah_text import TASK, stream
 from memexp.training.tiny_gdn import Stage, check_stages, train_stage, write_recipe_record
+
+COPY_CHARACTERS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass
+class CopyWarmup:
+    """Before the stages: BOS, a random string of COPY_CHARACTERS, a newline, the same string; the
+    loss weights the second copy 1 and the rest `other_weight`; constant lr, AdamW."""
+
+    steps: int = 0  # 0 = no warm-up
+    batch_size: int = 16
+    lr: float = 1e-3
+    min_chars: int = 8  # string length, drawn per step
+    max_chars: int = 48
+
+    def check(self) -> None:
+        if self.steps < 0 or self.batch_size < 1 or self.lr <= 0 or not 1 <= self.min_chars <= self.max_chars:
+            raise ConfigError(f"recipe.copy: need steps >= 0, batch_size >= 1, lr > 0 and 1 <= min_chars <= "
+                              f"max_chars (got {self.steps}, {self.batch_size}, {self.lr}, {self.min_chars}, "
+                              f"{self.max_chars})")
 
 
 @dataclass
@@ -42,6 +65,7 @@ class TinyLlamaRecipe:
     answer_weight: float = 5.0  # loss weight of answer tokens (value, '.', EOS)
     other_weight: float = 0.1  # loss weight of every other token
     replay_suffix: str = " "  # text of tiny_gdn's replay-form batches (niah_text); unused with note_fraction 0
+    copy: CopyWarmup = field(default_factory=CopyWarmup)
     stages: list[Stage] = field(default_factory=list)
     threads: int = 2  # torch CPU threads
     log_every: int = 25
@@ -52,6 +76,7 @@ class TinyLlamaRecipe:
         if self.replace_assets:
             raise ConfigError("recipe.replace_assets=true: tiny_llama_niah ships no asset; give recipe.output")
         check_stages(self.stages)
+        self.copy.check()
         if self.init not in ("torch", "normal"):
             raise ConfigError(f"recipe.init={self.init!r}: allowed values are torch, normal")
 
@@ -63,6 +88,48 @@ def build_model(recipe: TinyLlamaRecipe) -> LlamaForCausalLM:
     if recipe.init == "normal":
         model.init_weights(recipe.seed)
     return model
+
+
+def copy_batch(recipe: TinyLlamaRecipe, step: int, tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids [B, 2n + 2], loss weights [B, 2n + 1]) of copy step `step`: deterministic in (seed, step)."""
+    c = recipe.copy
+    n = stream(recipe.seed, "copy", step).randint(c.min_chars, c.max_chars)
+    rows = []
+    for i in range(c.batch_size):
+        rng = stream(recipe.seed, "copy", step, i)
+        text = "".join(rng.choice(COPY_CHARACTERS) for _ in range(n))
+        rows.append([tokenizer.bos_id] + tokenizer.encode(text + "\n") + tokenizer.encode(text))
+    ids = torch.tensor(rows)
+    weights = torch.full((c.batch_size, ids.shape[1] - 1), recipe.other_weight)
+    weights[:, -n:] = 1.0  # positions predicting the second copy
+    return ids, weights
+
+
+def train_copy(backbone: AttentionBackbone, recipe: TinyLlamaRecipe, tokenizer, log=print) -> dict:
+    """The copy warm-up; returns its record (name, steps, tokens, seconds)."""
+    c = recipe.copy
+    model = backbone.model
+    opt = torch.optim.AdamW(model.parameters(), lr=c.lr, betas=(0.9, 0.98), weight_decay=0.0)
+    model.train()
+    t0, tokens, copied = time.perf_counter(), 0, []
+    for step in range(c.steps):
+        ids, weights = copy_batch(recipe, step, tokenizer)
+        logits = backbone.train_forward(ids[:, :-1])
+        ce = F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten(), reduction="none").view_as(weights)
+        loss = (ce * weights).sum() / weights.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        tokens += ids[:, :-1].numel()
+        target = weights == 1.0
+        copied.append(((logits.argmax(-1) == ids[:, 1:]) & target).sum().item() / target.sum().item())
+        if (step + 1) % recipe.log_every == 0 or step + 1 == c.steps:
+            log(f"[copy] step {step + 1}/{c.steps} loss {loss.item():.3f} copied {100 * sum(copied) / len(copied):.0f}% "
+                f"({tokens / (time.perf_counter() - t0):.0f} tok/s, lr {c.lr:.1e})")
+            copied = []
+    model.eval()
+    return {"name": "copy", "steps": c.steps, "tokens": tokens, "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def save_llama(backbone: AttentionBackbone, directory: Path) -> None:
@@ -86,7 +153,7 @@ def run(recipe: TinyLlamaRecipe, log=print) -> dict:
     model = build_model(recipe)
     backbone = AttentionBackbone(model, tokenizer, "tiny_llama_niah", prefill_chunk=2048)
     t0 = time.perf_counter()
-    stages = []
+    stages = [train_copy(backbone, recipe, tokenizer, log)] if recipe.copy.steps else []
     for stage in recipe.stages:
         stages.append(train_stage(backbone, recipe, stage, tokenizer, log))
         save_llama(backbone, out)  # an interrupted run keeps its last finished stage

@@ -20,20 +20,44 @@ STEPS2 = "[{name: s, steps: 2, batch_size: 2, lr: 1.0e-3, question: ruler, min_l
 def base(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny_llama") / "base"
     rc = main(["recipe=tiny_llama_niah", f"output={out}", f"stages={STEPS2}", "eval_samples=0", "threads=1",
-               "model.hidden_size=32", "model.intermediate_size=64"])
+               "copy.steps=2", "copy.batch_size=2", "model.hidden_size=32", "model.intermediate_size=64"])
     assert rc == 0
     return out
 
 
 def test_tiny_llama_niah_writes_a_llama_folder_the_loader_reads(base):
     record = json.loads((base / "recipe.json").read_text())
-    assert record["stages"][0]["steps"] == 2 and record["stages"][0]["tokens"] > 0
+    assert [(st["name"], st["steps"]) for st in record["stages"]] == [("copy", 2), ("s", 2)]
+    assert all(st["tokens"] > 0 for st in record["stages"])
     bb = load_backbone({"name": "t", "arch": "llama", "pretrained": str(base)})
     assert bb.config.hidden_size == 32 and bb.config.num_hidden_layers == 2 and bb.tokenizer.encode("ab") == [97, 98]
     # 2 layers x (q 32x32, k and v 32x16 (2 KV heads of 8), o 32x32, MLP 3 x 32x64, 2 norms) + embeddings and head
     per_layer = 32 * 32 * 2 + 32 * 16 * 2 + 3 * 32 * 64 + 2 * 32
     assert record["parameters"] == 2 * per_layer + 2 * 258 * 32 + 32
     assert torch.isfinite(bb.forward(bb.init_state(), bb.tokenizer.encode("One of the"))).all()
+
+
+def test_the_copy_warm_up_repeats_a_random_string_and_weights_only_the_repeat():
+    from memexp.backbones.tokenizer import ByteTokenizer
+    from memexp.training.cli import load_recipe
+    from memexp.training.tiny_llama import copy_batch
+
+    recipe = load_recipe(["recipe=tiny_llama_niah", "output=unused"])[0]
+    tok = ByteTokenizer()
+    lengths = set()
+    for step in range(20):
+        ids, weights = copy_batch(recipe, step, tok)
+        assert ids.shape[0] == recipe.copy.batch_size and weights.shape == (ids.shape[0], ids.shape[1] - 1)
+        for row, w in zip(ids.tolist(), weights.tolist()):
+            text = bytes(row[1:]).decode()  # after BOS: "<s>\n<s>"
+            first, second = text.split("\n")
+            assert row[0] == tok.bos_id and first == second and set(first) <= set("0123456789abcdefghijklmnopqrstuvwxyz")
+            n = len(first)
+            lengths.add(n)
+            # position i predicts token i + 1: the last n predict the second copy
+            assert w[-n:] == [1.0] * n and w[:-n] == pytest.approx([recipe.other_weight] * (len(w) - n))
+        assert copy_batch(recipe, step, tok)[0].equal(ids)  # deterministic in (seed, step)
+    assert len(lengths) > 5 and min(lengths) >= recipe.copy.min_chars and max(lengths) <= recipe.copy.max_chars
 
 
 def test_tiny_titan_trains_every_layer_and_the_preset_runs_its_modules(base, tmp_path):
