@@ -122,7 +122,8 @@ def train_copy(backbone: AttentionBackbone, recipe: TinyLlamaRecipe, tokenizer, 
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         tokens += ids[:, :-1].numel()
-        target = weights == 1.0
+        target = torch.zeros_like(weights, dtype=torch.bool)
+        target[:, -((ids.shape[1] - 2) // 2):] = True  # the second copy (BOS, n chars, newline, n chars)
         copied.append(((logits.argmax(-1) == ids[:, 1:]) & target).sum().item() / target.sum().item())
         if (step + 1) % recipe.log_every == 0 or step + 1 == c.steps:
             log(f"[copy] step {step + 1}/{c.steps} loss {loss.item():.3f} copied {100 * sum(copied) / len(copied):.0f}% "
