@@ -41,6 +41,8 @@ class NiahText:
     ids: list[int]
     answer_start: int
     value: str
+    needle_start: int  # the needle sentence is ids[needle_start:needle_end]
+    needle_end: int
 
 
 @lru_cache(maxsize=None)
@@ -69,13 +71,16 @@ def niah_text(tokenizer: Tokenizer, rng: random.Random, lines: int, question: st
     needle = sample.meta["needles"][0]
     key, value = needle["key"], needle["value"]
     prompt = sample.prompt if question == "ruler" else SHORT_QUESTION.format(key=key)
+    sentence = NEEDLE.format(type_needle_v="numbers", key=key, value=value)
     if note:
-        text = NEEDLE.format(type_needle_v="numbers", key=key, value=value) + replay_suffix + prompt
-        ids = tokenizer.encode(text)
-    elif question == "ruler":
-        ids = tokenizer.encode(sample.context, add_bos=True) + tokenizer.encode(prompt)
+        ids = tokenizer.encode(sentence + replay_suffix + prompt)
+        needle_start, needle_end = 0, len(tokenizer.encode(sentence))
     else:
-        haystack = sample.context.split("\n", 1)[1]  # without RULER's task text
-        ids = tokenizer.encode(haystack, add_bos=True) + tokenizer.encode(prompt)
+        context = sample.context if question == "ruler" else sample.context.split("\n", 1)[1]  # short: no task text
+        ids = tokenizer.encode(context, add_bos=True) + tokenizer.encode(prompt)
+        before = context[: context.index(sentence)]
+        needle_start = len(tokenizer.encode(before, add_bos=True))
+        needle_end = len(tokenizer.encode(before + sentence, add_bos=True))
     answer = tokenizer.encode(f" {value}.") + [tokenizer.eos_id]
-    return NiahText(ids=ids + answer, answer_start=len(ids), value=value)
+    return NiahText(ids=ids + answer, answer_start=len(ids), value=value,
+                    needle_start=needle_start, needle_end=needle_end)

@@ -28,6 +28,15 @@ def test_ruler_form_is_the_benchmark_input_followed_by_the_answer():
     assert sample.context.count("The grass is green.") == 3
 
 
+def test_needle_span_is_the_needle_sentence_in_every_form():
+    for question, note in (("ruler", False), ("short", False), ("ruler", True)):
+        text = niah_text(TOK, stream(0, "span", question, note), 7, question, note=note)
+        key = ruler_sample(stream(0, "span", question, note), 7).meta["needles"][0]["key"]
+        span = TOK.decode(text.ids[text.needle_start:text.needle_end])
+        assert span == f"One of the special magic numbers for {key} is: {text.value}."
+        assert "magic numbers" not in TOK.decode(text.ids[:text.needle_start])
+
+
 def test_note_form_is_what_notebank_replays_after_a_reset():
     text = niah_text(TOK, stream(0, "y"), 5, "ruler", note=True, replay_suffix=" ")
     prompt = TOK.decode(text.ids[:text.answer_start])

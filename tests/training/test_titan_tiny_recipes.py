@@ -92,3 +92,29 @@ def test_the_tiny_titan_preset_compares_full_segmented_and_titan(base):
             assert (c.method.layers, c.method.segment_length) == (2, 512)  # all layers; 4x the segment is the longest
     window = load_config(["experiment=tiny_titan", "method=plain", "backbone.window=512", f"backbone.pretrained={base}"])
     assert window.backbone.window == 512
+
+
+@pytest.mark.parametrize("placement", ["anywhere", "earlier_segment"])
+def test_niah_needle_placement_earlier_segment_keeps_every_needle_out_of_the_questions_segment(placement):
+    from types import SimpleNamespace
+
+    from memexp.backbones.tokenizer import ByteTokenizer
+    from memexp.training.cli import load_recipe
+    from memexp.training.titan_llama.data import IGNORE, Formatter, niah
+
+    recipe = load_recipe(["recipe=tiny_titan", "output=unused", f"niah.needle={placement}"])[0]
+    tok = ByteTokenizer()
+    W = recipe.method["segment_length"]
+    seqs = niah(recipe, recipe.stages[0], Formatter(SimpleNamespace(tokenizer=tok, chat_template=None)))
+    same_segment = 0
+    for _ in range(40):
+        seq = next(seqs)
+        text = bytes(t for t in seq.ids if t < 256).decode()
+        answer_start = next(i for i, label in enumerate(seq.labels) if label != IGNORE)
+        assert len(seq.ids) <= recipe.sequence_length and seq.labels[-1] == tok.eos_id  # the whole answer kept
+        needle_end = 1 + text.index(".", text.index("special magic numbers")) + 1  # + 1: BOS
+        same_segment += (needle_end - 1) // W == answer_start // W
+    if placement == "earlier_segment":
+        assert same_segment == 0
+    else:
+        assert same_segment > 0  # RULER's depths put some needles beside the question: the control is not vacuous

@@ -12,6 +12,7 @@ from typing import Optional
 
 from memexp.config import ConfigError, _at_least, _choice, _existing_path, _optional_at_least
 
+NEEDLE_PLACEMENTS = ("anywhere", "earlier_segment")
 STAGE_DATA = ("pretrain_mix", "gold_sft", "quality_sft", "niah")
 WANDB_MODES = ("none", "auto", "online", "offline")
 
@@ -39,6 +40,9 @@ class NiahData:
     question: str = "ruler"  # ruler | short
     min_lines: int = 1  # noise lines per sequence, drawn uniformly per sequence
     max_lines: int = 20
+    # anywhere: RULER's depths; earlier_segment: redraw until the whole needle lies in a segment before
+    # the question's, so only the memory can answer (segmented attention never sees the needle)
+    needle: str = "anywhere"
 
 
 @dataclass
@@ -117,6 +121,7 @@ class TitanLlamaRecipe:
             self._check_stage(f"recipe.stages.{i}", s)
         if self.niah.question not in ("ruler", "short"):
             raise ConfigError(f"recipe.niah.question={self.niah.question!r}: allowed values are ruler, short")
+        _choice("recipe.niah.needle", self.niah.needle, NEEDLE_PLACEMENTS)
         if not 1 <= self.niah.min_lines <= self.niah.max_lines:
             raise ConfigError("recipe.niah: need 1 <= min_lines <= max_lines")
 

@@ -276,13 +276,20 @@ def quality_sft(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Itera
 def niah(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Iterator[Sequence]:
     from memexp.training.niah_text import niah_text, stream
 
+    from memexp.methods.titan.config import TitanConfig
+
+    W = recipe.method.get("segment_length", TitanConfig.segment_length)
     i = 0
     while True:
         rng = stream(recipe.data_seed, f"titan-{stage.name}", i)
-        text = niah_text(fmt.tok, rng, rng.randint(recipe.niah.min_lines, recipe.niah.max_lines),
-                         recipe.niah.question, note=False)
-        ids = text.ids[: recipe.sequence_length]
-        yield Sequence(ids, [IGNORE] * text.answer_start + ids[text.answer_start:])
+        while True:
+            text = niah_text(fmt.tok, rng, rng.randint(recipe.niah.min_lines, recipe.niah.max_lines),
+                             recipe.niah.question, note=False)
+            # a sequence longer than sequence_length would lose its answer to the cut: draw again
+            fits = len(text.ids) <= recipe.sequence_length
+            if fits and (recipe.niah.needle == "anywhere" or (text.needle_end - 1) // W < text.answer_start // W):
+                break
+        yield Sequence(text.ids, [IGNORE] * text.answer_start + text.ids[text.answer_start:])
         i += 1
 
 
