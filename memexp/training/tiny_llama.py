@@ -27,10 +27,12 @@ import torch.nn.functional as F
 from memexp.backbones.attention.model import AttentionBackbone, AttentionConfig, LlamaForCausalLM
 from memexp.backbones.loading import save_weights
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.config import ConfigError
+from memexp.config import ASSETS_DIR, ConfigError
 from memexp.training.niah_eval import plain_accuracy
 from memexp.training.niah_text import TASK, stream
 from memexp.training.tiny_gdn import Stage, check_stages, train_stage, write_recipe_record
+
+ASSET = "tiny_llama_niah"  # memexp/assets/<it>: the model experiment=tiny_titan runs
 
 COPY_CHARACTERS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -57,7 +59,7 @@ class CopyWarmup:
 class TinyLlamaRecipe:
     seed: int = 0  # model init and every training stream (RULER evaluates on seed 42 streams)
     output: Optional[str] = None  # checkpoint directory; null = a new outputs/train/tiny_llama_niah/<time>
-    replace_assets: bool = False  # nothing of it is shipped; kept for the CLI's output rule (must stay false)
+    replace_assets: bool = False  # write the shipped model, memexp/assets/tiny_llama_niah (the tiny_titan preset's)
     model: dict = field(default_factory=lambda: {
         "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "intermediate_size": 512, "vocab_size": 258})  # transformers LlamaConfig fields
@@ -73,8 +75,6 @@ class TinyLlamaRecipe:
     eval_samples: int = 50  # RULER seed-42 examples in the final check; 0 = skip
 
     def __post_init__(self) -> None:
-        if self.replace_assets:
-            raise ConfigError("recipe.replace_assets=true: tiny_llama_niah ships no asset; give recipe.output")
         check_stages(self.stages)
         self.copy.check()
         if self.init not in ("torch", "normal"):
@@ -146,10 +146,11 @@ def save_llama(backbone: AttentionBackbone, directory: Path) -> None:
 
 def run(recipe: TinyLlamaRecipe, log=print) -> dict:
     """Train, save the checkpoint and recipe.json, and return what recipe.json records."""
-    if not recipe.output:
-        raise ConfigError("recipe.output is null: name a folder (the CLI picks outputs/train/tiny_llama_niah/<time>)")
+    if not recipe.output and not recipe.replace_assets:
+        raise ConfigError("recipe.output is null: name a folder (the CLI picks outputs/train/tiny_llama_niah/<time>), "
+                          "or pass replace_assets=true to write memexp/assets/tiny_llama_niah")
     torch.set_num_threads(recipe.threads)
-    out = Path(recipe.output)
+    out = ASSETS_DIR / ASSET if recipe.replace_assets else Path(recipe.output)
     tokenizer = ByteTokenizer()
     model = build_model(recipe)
     backbone = AttentionBackbone(model, tokenizer, "tiny_llama_niah", prefill_chunk=2048)

@@ -46,6 +46,8 @@ BAD = [
     ("not a bool", ["run", *TINY, "strict_data=maybe"], 2, "strict_data='maybe': expected bool"),
     ("train into the assets", ["train", "recipe=tiny_gdn", f"output={ASSETS_DIR / 'tiny_gdn'}"], 2,
      "recipe.replace_assets=true"),
+    ("ship Titan modules nowhere", ["train", "recipe=titan_llama", "replace_assets=true"], 2,
+     "recipe.replace_assets=true: name recipe.asset"),
     # found trying every field (beyond the list)
     ("unknown top-level field", ["run", *TINY, "foo=1"], 2, "foo: unknown field; allowed top-level fields are"),
     ("unknown paths field", ["run", *TINY, "paths.foo=1"], 2, "paths.foo: unknown field; allowed paths fields"),

@@ -63,7 +63,7 @@ def test_the_copy_warm_up_repeats_a_random_string_and_weights_only_the_repeat():
 def test_tiny_titan_trains_every_layer_and_the_preset_runs_its_modules(base, tmp_path):
     out = tmp_path / "titan"
     rc = main(["recipe=tiny_titan", f"output={out}", f"backbone_fields.pretrained={base}", "threads=1", "log_every=1",
-               "stages.0.total_tokens=8192", "stages.0.batch_size=2", "stages.0.micro_batch_size=2"])
+               "stages=[{name: niah, data: niah, total_tokens: 8192, batch_size: 2, micro_batch_size: 2}]"])
     assert rc == 0
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2] and {"layer0/lambda", "layer1/lambda"} <= set(rows[0])
@@ -118,3 +118,30 @@ def test_niah_needle_placement_earlier_segment_keeps_every_needle_out_of_the_que
         assert same_segment == 0
     else:
         assert same_segment > 0  # RULER's depths put some needles beside the question: the control is not vacuous
+
+
+def test_replace_assets_ships_the_base_model_and_the_last_stages_modules(base, tmp_path, monkeypatch):
+    import memexp.training.tiny_llama as tiny_llama
+    import memexp.training.titan_llama.run as titan_run
+
+    assets = tmp_path / "assets"
+    monkeypatch.setattr(tiny_llama, "ASSETS_DIR", assets)
+    monkeypatch.setattr(titan_run, "ASSETS_DIR", assets)
+    monkeypatch.chdir(tmp_path)  # the titan run folder defaults to outputs/train/<asset>/<time>
+    assert main(["recipe=tiny_llama_niah", "replace_assets=true", f"stages={STEPS2}", "eval_samples=0",
+                 "threads=1", "copy.steps=2", "copy.batch_size=2", "model.hidden_size=32",
+                 "model.intermediate_size=64"]) == 0
+    shipped = assets / "tiny_llama_niah"
+    assert {"config.json", "model.safetensors", "recipe.json"} <= {f.name for f in shipped.iterdir()}
+    # the recipe is deterministic in its seed: the shipped weights are the fixture's, bit for bit
+    assert (shipped / "model.safetensors").read_bytes() == (base / "model.safetensors").read_bytes()
+    two = ("[{name: a, data: niah, total_tokens: 4096, batch_size: 1, micro_batch_size: 1},"
+           " {name: b, data: niah, total_tokens: 4096, batch_size: 1, micro_batch_size: 1}]")
+    assert main(["recipe=tiny_titan", "replace_assets=true", "asset=tt", f"backbone_fields.pretrained={shipped}",
+                 "threads=1", f"stages={two}"]) == 0
+    run_folder = next((tmp_path / "outputs" / "train" / "tt").iterdir())
+    for name in ("titan_memory.json", "titan_memory.safetensors"):
+        assert (assets / "tt" / name).read_bytes() == (run_folder / "b" / "modules" / name).read_bytes()
+    tensors = "titan_memory.safetensors"  # the first stage's differ: what ships is the last stage's
+    assert (assets / "tt" / tensors).read_bytes() != (run_folder / "a" / "modules" / tensors).read_bytes()
+    assert json.loads((assets / "tt" / "recipe.json").read_text())["recipe"]["asset"] == "tt"

@@ -73,7 +73,10 @@ class TitanLlamaRecipe:
     seed: int = 42  # torch seed (the code's)
     data_seed: int = 314159  # shuffles and mixes (the code's longalign_shuffle_seed)
     output: Optional[str] = None  # run folder; rerunning with the same folder resumes; null = outputs/train/<recipe>/<time>
-    replace_assets: bool = False  # nothing is shipped; must stay false
+    # true: after the last stage, its modules and recipe.json are copied into memexp/assets/<asset>
+    # (tiny_titan ships its modules; the run folder is still recipe.output, or outputs/train/<asset>/<time>)
+    replace_assets: bool = False
+    asset: Optional[str] = None
     backbone: str = "llama32_1b"  # a conf/backbone name
     backbone_fields: dict = field(default_factory=dict)  # BackboneConfig fields over it (dtype, device, pretrained, model)
     method: dict = field(default_factory=dict)  # TitanConfig fields (memexp/methods/titan/config.py)
@@ -99,8 +102,8 @@ class TitanLlamaRecipe:
     threads: Optional[int] = None  # torch CPU threads; null = torch's default
 
     def __post_init__(self) -> None:
-        if self.replace_assets:
-            raise ConfigError("recipe.replace_assets=true: this recipe ships no asset; give recipe.output")
+        if self.replace_assets and not self.asset:
+            raise ConfigError("recipe.replace_assets=true: name recipe.asset, the folder under memexp/assets")
         if not self.stages:
             raise ConfigError("recipe.stages is empty: give at least one stage")
         names = [s.name for s in self.stages]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import itertools
 import json
 import platform
+import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from memexp.config import ConfigError
+from memexp.config import ASSETS_DIR, ConfigError
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import Formatter, stage_stream
 from memexp.training.titan_llama.train import (
@@ -121,6 +122,8 @@ def _stages(recipe: TitanLlamaRecipe) -> tuple[list[Stage], Path | None]:
 def run(recipe: TitanLlamaRecipe, log=print) -> dict:
     """Every stage in order (a finished stage is skipped: its modules are read back); the record
     of the call in <output>/recipe.json."""
+    if recipe.replace_assets and not recipe.output:
+        recipe.output = str(Path("outputs") / "train" / recipe.asset / time.strftime("%Y%m%d-%H%M%S"))
     if not recipe.output:
         raise ConfigError("recipe.output is null: name the run folder (the CLI picks outputs/train/<recipe>/<time>)")
     if recipe.threads:
@@ -152,4 +155,14 @@ def run(recipe: TitanLlamaRecipe, log=print) -> dict:
               "world_size": dist.world, "torch": torch.__version__, "machine": platform.machine()}
     if dist.main:
         (out / "recipe.json").write_text(json.dumps(record, indent=2) + "\n")
+        if recipe.replace_assets and done[-1]["finished"]:
+            ship(out / stages[-1].name / MODULES, out / "recipe.json", ASSETS_DIR / recipe.asset, log)
     return record
+
+
+def ship(modules: Path, record: Path, target: Path, log=print) -> None:
+    """memexp/assets/<asset>: the finished modules (what method.memory_path reads) and recipe.json."""
+    target.mkdir(parents=True, exist_ok=True)
+    for f in (*sorted(modules.iterdir()), record):
+        shutil.copyfile(f, target / f.name)
+    log(f"shipped {modules} and {record.name} to {target}")
