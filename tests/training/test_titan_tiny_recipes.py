@@ -145,3 +145,17 @@ def test_replace_assets_ships_the_base_model_and_the_last_stages_modules(base, t
     tensors = "titan_memory.safetensors"  # the first stage's differ: what ships is the last stage's
     assert (assets / "tt" / tensors).read_bytes() != (run_folder / "a" / "modules" / tensors).read_bytes()
     assert json.loads((assets / "tt" / "recipe.json").read_text())["recipe"]["asset"] == "tt"
+
+
+def test_niah_settings_no_sequence_can_meet_stop_with_the_fields_named():
+    from types import SimpleNamespace
+
+    from memexp.backbones.tokenizer import ByteTokenizer
+    from memexp.training.cli import load_recipe
+    from memexp.training.titan_llama.data import Formatter, niah
+
+    # one noise line makes a ~440-token sequence: its needle can never lie a 512-token segment before the question
+    recipe = load_recipe(["recipe=tiny_titan", "output=unused", "niah.needle=earlier_segment", "niah.min_lines=1",
+                          "niah.max_lines=1"])[0]
+    with pytest.raises(ValueError, match="niah.needle=earlier_segment"):
+        next(niah(recipe, recipe.stages[0], Formatter(SimpleNamespace(tokenizer=ByteTokenizer(), chat_template=None))))

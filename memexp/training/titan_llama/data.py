@@ -273,22 +273,28 @@ def quality_sft(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Itera
             produced += 1
 
 
-def niah(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Iterator[Sequence]:
-    from memexp.training.niah_text import niah_text, stream
+MAX_DRAWS = 1000  # niah: draws per sequence before the settings are called impossible
 
+
+def niah(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Iterator[Sequence]:
     from memexp.methods.titan.config import TitanConfig
+    from memexp.training.niah_text import niah_text, stream
 
     W = recipe.method.get("segment_length", TitanConfig.segment_length)
     i = 0
     while True:
         rng = stream(recipe.data_seed, f"titan-{stage.name}", i)
-        while True:
+        for _ in range(MAX_DRAWS):
             text = niah_text(fmt.tok, rng, rng.randint(recipe.niah.min_lines, recipe.niah.max_lines),
                              recipe.niah.question, note=False)
             # a sequence longer than sequence_length would lose its answer to the cut: draw again
             fits = len(text.ids) <= recipe.sequence_length
             if fits and (recipe.niah.needle == "anywhere" or (text.needle_end - 1) // W < text.answer_start // W):
                 break
+        else:
+            raise ValueError(f"recipe.niah: no sequence of {recipe.niah.min_lines}-{recipe.niah.max_lines} lines in "
+                             f"{MAX_DRAWS} draws fits recipe.sequence_length={recipe.sequence_length} with "
+                             f"niah.needle={recipe.niah.needle} (segments of {W} tokens)")
         yield Sequence(text.ids, [IGNORE] * text.answer_start + text.ids[text.answer_start:])
         i += 1
 
