@@ -48,6 +48,7 @@ class BackboneShapes:
     conv_bytes: int
     kv_bytes_per_token: int  # attention layers' KV cache per retained token
     dtype_bytes: int  # precision of conv windows, KV caches and the matched MHA cache
+    channel_layers: tuple[int, ...] = ()  # the recurrent layers, each holding channels / len(...) channels
     arch: str = ""  # the registry name; filled in by `arch_shapes`
     source: str = ""  # where the config came from; filled in by `arch_shapes`
 

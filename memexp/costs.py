@@ -60,6 +60,20 @@ def plain_flops(shapes: BackboneShapes, context: int, question: int, output: int
         0, steps, shapes.window)
 
 
+def notebank_channels(shapes: BackboneShapes, nb: NoteBankConfig) -> int:
+    """J: the channels NoteBank writes and addresses with, all of the backbone's or those of
+    `method.layers` (every recurrent layer has the same number of channels)."""
+    if nb.layers is None or not shapes.channel_layers:
+        return shapes.channels
+    return shapes.channels // len(shapes.channel_layers) * len(nb.layers)
+
+
+def _layers_entry(shapes: BackboneShapes, nb: NoteBankConfig) -> dict:
+    """`method.layers` and the channels J it leaves, in the cost report only when set (so the
+    report of every other run stays as it was)."""
+    return {} if nb.layers is None else {"layers": nb.layers, "J": notebank_channels(shapes, nb)}
+
+
 def notebank_added_flops(shapes: BackboneShapes, nb: NoteBankConfig, context: int, question: float, replay: float,
                          notes: float, output: int, probe: float | None = None) -> dict[str, float]:
     """Eqs. 13-15: F_NB - F_Plain = F_write + F_route + (|Q| + |R|) f_phi.
@@ -73,7 +87,7 @@ def notebank_added_flops(shapes: BackboneShapes, nb: NoteBankConfig, context: in
     W = 1 too. `probe` is the probed question length (default |Q| for the native router, 0
     for the others, which do not probe); routing is counted for the native router only (Eq. 15).
     """
-    J, d_k, C = shapes.channels, shapes.d_k, nb.chunk_size
+    J, d_k, C = notebank_channels(shapes, nb), shapes.d_k, nb.chunk_size
     if J == 0:
         raise ValueError(f"NoteBank needs recurrent channels; backbone arch {shapes.arch!r} has none")
     write = (6 * context * J * d_k + 4 * math.ceil(context / C) * J * d_k + 2 * context * J
@@ -100,7 +114,7 @@ def notebank_added_flops(shapes: BackboneShapes, nb: NoteBankConfig, context: in
 def notebank_helper_bytes(shapes: BackboneShapes, nb: NoteBankConfig) -> int:
     """memexp NoteBank's resident helper: the fixed coordinate selection, [J, d_rho] int64
     (none with identity addresses, address_dim=null)."""
-    return 0 if nb.address_dim is None else shapes.channels * min(nb.address_dim, shapes.d_k) * 8
+    return 0 if nb.address_dim is None else notebank_channels(shapes, nb) * min(nb.address_dim, shapes.d_k) * 8
 
 
 def notebank_storage(shapes: BackboneShapes, nb: NoteBankConfig, notes: float, archived_tokens: float,
@@ -110,7 +124,7 @@ def notebank_storage(shapes: BackboneShapes, nb: NoteBankConfig, notes: float, a
     host. `helper_bytes` defaults to `notebank_helper_bytes`."""
     d_rho = min(nb.address_dim or shapes.d_k, shapes.d_k)
     helpers = notebank_helper_bytes(shapes, nb) if helper_bytes is None else helper_bytes
-    return {"device_addresses": 2.0 * notes * shapes.channels * d_rho, "device_helpers": float(helpers),
+    return {"device_addresses": 2.0 * notes * notebank_channels(shapes, nb) * d_rho, "device_helpers": float(helpers),
             "host_token_ids": 4.0 * archived_tokens, "host_metadata": 24.0 * notes}
 
 
@@ -252,7 +266,7 @@ def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QU
                      "dtype_bytes": shapes.dtype_bytes},
         "method": {"name": run_cfg.method.name, **({"C": nb.chunk_size, "W": nb.write_budget, "B": nb.span_budget,
                                                     "R": nb.replay_budget, "d_rho": nb.address_dim,
-                                                    "tail": nb.tail} if nb else {})},
+                                                    "tail": nb.tail, **_layers_entry(shapes, nb)} if nb else {})},
         "inputs": {"context": n.context, "question": n.question, "output": n.output, "replay": n.replay,
                    "notes": n.notes, "archived": n.archived, "assumed": list(n.assumed)},
     }

@@ -36,6 +36,23 @@ def check_model_config(cfg: RunConfig) -> None:
     check_model_shape(cfg.backbone.model)
     # a read adapter trained on another backbone stops here, before the model loads
     check_backbone(getattr(cfg.method, "adapter", None), cfg.backbone)
+    check_method_layers(cfg)
+
+
+def check_method_layers(cfg: RunConfig) -> None:
+    """method.layers names recurrent layers of this backbone, read from its config (no weights)."""
+    from memexp.checkpoint_shapes import shapes_for
+    from memexp.methods.notebank.config import NoteBankConfig
+
+    layers = cfg.method.layers if isinstance(cfg.method, NoteBankConfig) else None
+    if layers is None:
+        return
+
+    recurrent = shapes_for(cfg.backbone).channel_layers
+    missing = [layer for layer in layers if layer not in recurrent]
+    if missing:
+        raise ConfigError(f"method.layers={layers}: backbone={cfg.backbone.name} has no recurrent layer {missing[0]}; "
+                          f"allowed values are {', '.join(map(str, recurrent))}")
 
 
 def _cuda() -> bool:

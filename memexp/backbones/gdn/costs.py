@@ -45,4 +45,5 @@ def cost_shapes(c: GDNConfig, dtype_bytes: int, window: int | None = None) -> Ba
         layers=c.num_hidden_layers, hidden_size=c.hidden_size, vocab_size=c.vocab_size,
         flops_token=float(body + c.num_hidden_layers * mixer_flops(c)), flops_lm_head=float(head), flops_key=0.0,
         window=None, channels=c.num_hidden_layers * c.num_heads, d_k=c.head_dim, recurrent_bytes=s["recurrent"],
-        conv_bytes=s["conv"], kv_bytes_per_token=0, dtype_bytes=dtype_bytes)
+        conv_bytes=s["conv"], kv_bytes_per_token=0, dtype_bytes=dtype_bytes,
+        channel_layers=tuple(range(c.num_hidden_layers)))

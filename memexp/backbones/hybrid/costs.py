@@ -46,4 +46,5 @@ def cost_shapes(c: HybridConfig, dtype_bytes: int, window: int | None = None) ->
         flops_token=float(body + gdn * mixer_flops(c)), flops_lm_head=float(head),
         flops_key=float(attention_per_key_flops(attn, c.num_attention_heads, c.head_dim)), window=window,
         channels=gdn * c.linear_num_key_heads, d_k=c.linear_key_head_dim, recurrent_bytes=s["recurrent"],
-        conv_bytes=s["conv"], kv_bytes_per_token=s["kv_per_token"], dtype_bytes=dtype_bytes)
+        conv_bytes=s["conv"], kv_bytes_per_token=s["kv_per_token"], dtype_bytes=dtype_bytes,
+        channel_layers=tuple(i for i, t in enumerate(c.layer_types) if t != "full_attention"))

@@ -24,6 +24,10 @@ class NoteBankConfig(MethodConfig):
     tail: int = 32  # tokens of the previous chunk added to the candidate region
     address_dim: Optional[int] = 16  # d_rho: coordinates kept per address; null = identity
     address_seed: int = 0  # seed of the fixed coordinate selection
+    # L (Eq. 2-5): the recurrent layers whose heads are channels, for writing (the distinctiveness
+    # average, Eq. 3) and addressing (Eq. 4-5); null = every recurrent layer, the paper's setting.
+    # A backbone states its own only with a reason (tiny_gdn_words: its copy layer, see its file).
+    layers: Optional[list[int]] = None
     rescale: Optional[float] = None  # lambda applied to the recurrent state before replay; null = none
     router: str = "native"  # a name in memexp.registry.ROUTERS: native | random | bm25 | embedding | oracle
     router_seed: int = 0  # seed of the random router
@@ -45,10 +49,25 @@ class NoteBankConfig(MethodConfig):
         _at_least("method.tail", self.tail, 0)
         if self.address_dim is not None:
             _at_least("method.address_dim", self.address_dim, 1)
+        if self.layers is not None:
+            check_layers(self.layers)
         check_rescale(self.rescale)
         if self.router not in ROUTERS:
             raise ConfigError(ROUTERS.unknown_message(self.router))
         check_adapter_field(self.adapter)
+
+
+def check_layers(layers: list[int]) -> None:
+    """method.layers is a non-empty list of distinct layer indices (whether the backbone has them
+    is checked against its config before it loads, memexp.run_checks)."""
+    if not layers:
+        raise ConfigError("method.layers=[]: name at least one recurrent layer (or null: every recurrent layer)")
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0:
+            raise ConfigError(f"method.layers: {layer!r} is not a layer index; allowed values are integers >= 0")
+    repeated = sorted({layer for layer in layers if layers.count(layer) > 1})
+    if repeated:
+        raise ConfigError(f"method.layers={layers}: layer {repeated[0]} is named twice; name each layer once")
 
 
 # NoteBank writes and addresses notes in the backbone's recurrent channels (config.validate checks it).

@@ -29,6 +29,8 @@ class ChunkFeatures:
         self._seen: dict[int, int] = {}
 
     def __call__(self, layer: int, start: int, keys: torch.Tensor, queries: torch.Tensor) -> None:
+        if layer not in self.layout.slots:  # a layer outside method.layers
+            return
         slots = self.layout.slots[layer]
         t = keys.shape[0]
         compact = self.compactor(layer, queries)
@@ -60,5 +62,7 @@ class QuestionQueries:
         self.queries = torch.zeros(length, layout.size, compactor.dim, dtype=torch.float32, device=device)
 
     def __call__(self, layer: int, start: int, keys: torch.Tensor, queries: torch.Tensor) -> None:
+        if layer not in self.layout.slots:  # a layer outside method.layers
+            return
         t = queries.shape[0]
         self.queries[start : start + t, self.layout.slots[layer]] = self.compactor(layer, queries).float()

@@ -19,7 +19,7 @@ from memexp.backbones.base import Backbone, Stopwatch, Tokenizer
 from memexp.benchmarks.base import Question
 from memexp.config import NoteBankConfig
 from memexp.methods.base import Answer, Memory, Method
-from memexp.methods.notebank.addresses import AddressCompactor, ChannelLayout
+from memexp.methods.notebank.addresses import AddressCompactor, ChannelLayout, indexed_channels
 from memexp.methods.notebank.archive import Archive
 from memexp.methods.notebank.features import QuestionQueries
 from memexp.methods.notebank.readout import read_out, replay_sequence
@@ -45,7 +45,7 @@ class NoteBank(Method[Archive]):
     def addressing(self, backbone: Backbone) -> tuple[ChannelLayout, AddressCompactor]:
         """The backbone's channel layout and the fixed compaction shared by notes and questions."""
         if backbone not in self._addressing:
-            layout = ChannelLayout(backbone.channels, backbone.device)
+            layout = ChannelLayout(indexed_channels(backbone, self.cfg.layers), backbone.device)
             compactor = AddressCompactor(layout, self.cfg.address_dim, self.cfg.address_seed, backbone.device)
             self._addressing[backbone] = (layout, compactor)
         return self._addressing[backbone]
