@@ -16,8 +16,9 @@ import json
 from typing import Callable, Iterable
 
 GROUPS = ("backbone", "method", "bench")
-# how a run is watched, scheduled or stored; not what it computes
-NOT_COMPARED = ("output_dir", "logger", "progress", "threads", "kernels")
+# how a run is watched, scheduled or stored; not what it computes (`paths` differ between a
+# multirun's jobs and a single run of the same config: "/abs/root" vs ".")
+NOT_COMPARED = ("output_dir", "logger", "progress", "threads", "kernels", "paths")
 MERGED = ("bench.shard",)
 
 

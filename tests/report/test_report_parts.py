@@ -46,6 +46,18 @@ def test_two_plain_runs_that_differ_only_in_lengths_are_two_labelled_rows(tmp_pa
     assert "| tiny_gdn_random / plain (bench.lengths=[1024]) |" in out
 
 
+def test_labels_name_what_differs_and_not_where_files_were_written():
+    """A multirun job and a single run record `paths` differently ("/abs" vs "."): not a difference."""
+    from memexp.report.labels import labels
+
+    def config(router, root):
+        return {"backbone": {"name": "b"}, "method": {"name": "notebank", "router": router}, "bench": {"name": "ruler"},
+                "paths": {"root": root, "runs": f"{root}/outputs/runs"}}
+
+    assert labels([config("native", "/work/x"), config("oracle", ".")]) == [
+        'b / notebank (router="native")', 'b / notebank (router="oracle")']
+
+
 def _csv(path):
     with open(path) as f:
         rows = list(csv.reader(f))
