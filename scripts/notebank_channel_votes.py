@@ -1,0 +1,95 @@
+"""Which channels of a backbone route a question to its needle's note? NoteBank's native router,
+one channel at a time.
+
+For each RULER question it reads the context with NoteBank (full-query addresses, the run's
+`method.layers`), probes the question and lets every channel vote (Eq. 5). A note is "right"
+when it contains a reference answer (the oracle router's test). It prints each channel's share
+of questions whose vote went to a right note, and how often the two most-voted notes include
+one: with the full queries, and with `--draws` random 16-of-d_k coordinate selections (the
+paper's compaction, App. B.3), votes recomputed from the same notes and queries.
+
+    python scripts/notebank_channel_votes.py bench.seed=7 method.layers=null
+    python scripts/notebank_channel_votes.py bench.seed=8 "method.layers=[1,2,3]"
+
+Arguments are `memexp run` overrides over experiment=tiny_gdn_words_lengths method=notebank at
+16K tokens, 5 examples per task (override any of them). Run it on validation seeds, never on the
+seeds a table reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+
+import torch
+import torch.nn.functional as F
+
+from memexp.app import load_config
+from memexp.backbones import load_backbone
+from memexp.benchmarks import build_benchmark
+from memexp.methods import build_method
+
+BASE = ["experiment=tiny_gdn_words_lengths", "method=notebank", "bench.lengths=[16384]", "bench.num_samples=5"]
+
+
+def votes_hit(addresses: torch.Tensor, queries: torch.Tensor, right: torch.Tensor, budget: int) -> tuple[torch.Tensor, bool]:
+    """([J] bool: channel j voted for a right note, whether the `budget` most-voted notes hold one).
+    addresses [N, J, d], queries [Tq, J, d]; ties to the earlier note as the router breaks them."""
+    scores = torch.einsum("ncd,tcd->cnt", F.normalize(addresses, dim=-1), F.normalize(queries, dim=-1)).amax(-1)
+    best = scores.argmax(dim=1)
+    votes = torch.bincount(best, minlength=len(right))
+    top = torch.sort(votes, descending=True, stable=True).indices[:budget]
+    return right[best], bool(right[top].any())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--draws", type=int, default=3, help="random coordinate selections to compare")
+    parser.add_argument("--coordinates", type=int, default=16)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    cfg = load_config(BASE + ["method.address_dim=null"] + args.overrides)
+    backbone = load_backbone(cfg.backbone)
+    method = build_method(cfg.method)
+    method.prepare(backbone)
+    channels = method.addressing(backbone)[0].channels
+    generator = torch.Generator().manual_seed(0)
+    draws = [torch.stack([torch.randperm(ch.d_k, generator=generator)[: args.coordinates] for ch in channels])
+             for _ in range(args.draws)]
+    channel_hits = torch.zeros(len(channels))
+    top = defaultdict(int)  # "full" or draw index -> questions whose replayed notes hold a right one
+    by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    asked = 0
+    for example in build_benchmark(cfg.bench).examples(backbone.tokenizer):
+        memory = method.read(backbone, backbone.tokenizer.encode(example.context))
+        archive = memory.extra
+        texts = archive.texts(backbone.tokenizer)
+        for question in example.questions:
+            right = torch.tensor([any(ref in t for ref in question.references) for t in texts])
+            if not right.any():
+                continue  # no note holds an answer: no router can succeed
+            asked += 1
+            queries = method._probe(backbone, memory, backbone.tokenizer.encode(question.prompt)).cpu()
+            addresses = archive.addresses.float().cpu()
+            hits, found = votes_hit(addresses, queries, right, cfg.method.replay_budget)
+            channel_hits += hits.float()
+            top["full"] += found
+            by_task[example.task][0] += found
+            by_task[example.task][1] += 1
+            for d, index in enumerate(draws):
+                rows = torch.arange(len(channels))[:, None]
+                _, found = votes_hit(addresses[:, rows, index], queries[:, rows, index], right, cfg.method.replay_budget)
+                top[d] += found
+    print(f"questions with a note holding an answer: {asked}; layers {cfg.method.layers or 'all'}")
+    print("channel (layer, head): share of questions its vote went to a right note")
+    for ch, hits in zip(channels, channel_hits.tolist()):
+        print(f"  ({ch.layer}, {ch.head}): {hits / asked:.2f}")
+    print(f"top-{cfg.method.replay_budget} holds a right note, full queries: {top['full']} / {asked}")
+    for d in range(args.draws):
+        print(f"  {args.coordinates} random coordinates, draw {d}: {top[d]} / {asked}")
+    print("by task (full queries): " + ", ".join(f"{t} {h}/{n}" for t, (h, n) in sorted(by_task.items())))
+
+
+if __name__ == "__main__":
+    main()
