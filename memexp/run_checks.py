@@ -47,7 +47,6 @@ def check_method_layers(cfg: RunConfig) -> None:
     layers = cfg.method.layers if isinstance(cfg.method, NoteBankConfig) else None
     if layers is None:
         return
-
     recurrent = shapes_for(cfg.backbone).channel_layers
     missing = [layer for layer in layers if layer not in recurrent]
     if missing:
