@@ -42,16 +42,11 @@ def check_model_config(cfg: RunConfig) -> None:
 def check_method_layers(cfg: RunConfig) -> None:
     """method.layers names recurrent layers of this backbone, read from its config (no weights)."""
     from memexp.checkpoint_shapes import shapes_for
-    from memexp.methods.notebank.config import NoteBankConfig
+    from memexp.methods.notebank.config import NoteBankConfig, check_layers_present
 
-    layers = cfg.method.layers if isinstance(cfg.method, NoteBankConfig) else None
-    if layers is None:
-        return
-    recurrent = shapes_for(cfg.backbone).channel_layers
-    missing = [layer for layer in layers if layer not in recurrent]
-    if missing:
-        raise ConfigError(f"method.layers={layers}: backbone={cfg.backbone.name} has no recurrent layer {missing[0]}; "
-                          f"allowed values are {', '.join(map(str, recurrent))}")
+    if isinstance(cfg.method, NoteBankConfig) and cfg.method.layers is not None:
+        check_layers_present(cfg.method.layers, shapes_for(cfg.backbone).channel_layers,
+                             f"backbone={cfg.backbone.name}")
 
 
 def _cuda() -> bool:

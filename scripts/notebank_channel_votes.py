@@ -10,6 +10,7 @@ paper's compaction, App. B.3), votes recomputed from the same notes and queries.
 
     python scripts/notebank_channel_votes.py bench.seed=7 method.layers=null
     python scripts/notebank_channel_votes.py bench.seed=8 "method.layers=[1,2,3]"
+    python scripts/notebank_channel_votes.py bench.seed=8 "method.layers=[1,2,3]" "bench.tasks=[niah_single_2]" --matches
 
 Arguments are `memexp run` overrides over experiment=tiny_gdn_words_lengths method=notebank at
 16K tokens, 5 examples per task (override any of them). Run it on validation seeds, never on the
@@ -27,19 +28,25 @@ import torch.nn.functional as F
 from memexp.app import load_config
 from memexp.backbones import load_backbone
 from memexp.benchmarks import build_benchmark
+from memexp.kernels import routing
 from memexp.methods import build_method
+from memexp.methods.notebank.router import top_r
 
 BASE = ["experiment=tiny_gdn_words_lengths", "method=notebank", "bench.lengths=[16384]", "bench.num_samples=5"]
 
 
 def votes_hit(addresses: torch.Tensor, queries: torch.Tensor, right: torch.Tensor, budget: int) -> tuple[torch.Tensor, bool]:
     """([J] bool: channel j voted for a right note, whether the `budget` most-voted notes hold one).
-    addresses [N, J, d], queries [Tq, J, d]; ties to the earlier note as the router breaks them."""
-    scores = torch.einsum("ncd,tcd->cnt", F.normalize(addresses, dim=-1), F.normalize(queries, dim=-1)).amax(-1)
-    best = scores.argmax(dim=1)
-    votes = torch.bincount(best, minlength=len(right))
-    top = torch.sort(votes, descending=True, stable=True).indices[:budget]
-    return right[best], bool(right[top].any())
+    addresses [N, J, d], queries [Tq, J, d]: the native router's own vote and top-R."""
+    votes, best, _ = routing.route_votes(addresses, queries)
+    return right[best.cpu()], bool(right[top_r(votes, budget)].any())
+
+
+def best_question_tokens(addresses: torch.Tensor, queries: torch.Tensor) -> tuple[list[int], list[int]]:
+    """(each channel's voted note, the question position whose query matched it best)."""
+    sims = torch.einsum("ncd,tcd->cnt", F.normalize(addresses, dim=-1), F.normalize(queries, dim=-1))
+    _, best, _ = routing.route_votes(addresses, queries)
+    return best.tolist(), [int(sims[j, n].argmax()) for j, n in enumerate(best.tolist())]
 
 
 def main() -> None:
@@ -47,6 +54,8 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*")
     parser.add_argument("--draws", type=int, default=3, help="random coordinate selections to compare")
     parser.add_argument("--coordinates", type=int, default=16)
+    parser.add_argument("--matches", action="store_true",
+                        help="for each task's first question: each channel's note and best-matching question token")
     args = parser.parse_args()
     torch.set_num_threads(2)
     cfg = load_config(BASE + ["method.address_dim=null"] + args.overrides)
@@ -73,6 +82,13 @@ def main() -> None:
             queries = method._probe(backbone, memory, backbone.tokenizer.encode(question.prompt)).cpu()
             addresses = archive.addresses.float().cpu()
             hits, found = votes_hit(addresses, queries, right, cfg.method.replay_budget)
+            if args.matches and by_task[example.task][1] == 0:
+                question_ids = backbone.tokenizer.encode(question.prompt)
+                print(f"{example.task} {question.id}: notes holding an answer {right.nonzero().flatten().tolist()}")
+                for ch, note, position in zip(channels, *best_question_tokens(addresses, queries)):
+                    token = backbone.tokenizer.decode([question_ids[position]])
+                    print(f"  ({ch.layer}, {ch.head}) -> note {note}{' (right)' if right[note] else ''}, "
+                          f"question token {token!r}")
             channel_hits += hits.float()
             top["full"] += found
             by_task[example.task][0] += found

@@ -11,17 +11,14 @@ import torch
 
 from memexp.backbones.base import Backbone, Channel
 from memexp.config import ConfigError
+from memexp.methods.notebank.config import check_layers_present
 
 
 def indexed_channels(backbone: Backbone, layers: list[int] | None) -> list[Channel]:
     """The channels of `method.layers` (paper's L), in the backbone's order; all for None."""
     if layers is None:
         return list(backbone.channels)
-    recurrent = sorted({ch.layer for ch in backbone.channels})
-    missing = [layer for layer in layers if layer not in recurrent]
-    if missing:
-        raise ConfigError(f"method.layers={layers}: backbone {backbone.name!r} has no recurrent layer {missing[0]}; "
-                          f"allowed values are {', '.join(map(str, recurrent))}")
+    check_layers_present(layers, sorted({ch.layer for ch in backbone.channels}), f"backbone {backbone.name!r}")
     return [ch for ch in backbone.channels if ch.layer in layers]
 
 

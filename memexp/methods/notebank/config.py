@@ -70,6 +70,15 @@ def check_layers(layers: list[int]) -> None:
         raise ConfigError(f"method.layers={layers}: layer {repeated[0]} is named twice; name each layer once")
 
 
+def check_layers_present(layers: list[int] | None, recurrent: list[int] | tuple[int, ...], backbone: str) -> None:
+    """Every layer of method.layers is one of the backbone's recurrent layers; `backbone` names it
+    in the message ("backbone=gdn" before loading, "backbone 'gdn'" once loaded)."""
+    missing = [layer for layer in layers or () if layer not in recurrent]
+    if missing:
+        raise ConfigError(f"method.layers={layers}: {backbone} has no recurrent layer {missing[0]}; "
+                          f"allowed values are {', '.join(map(str, recurrent))}")
+
+
 # NoteBank writes and addresses notes in the backbone's recurrent channels (config.validate checks it).
 METHODS.register(NoteBankConfig.name, "memexp.methods.notebank.method:NoteBank", schema=NoteBankConfig,
                  requires=("recurrent_channels",))
