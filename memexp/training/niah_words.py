@@ -51,13 +51,15 @@ ESSAY_TOKENS_PER_WORD = 1.3
 
 @dataclass(frozen=True)
 class WordsExample:
-    """One training sequence: `ids[answer_start:]` is the target (values, '.', EOS)."""
+    """One training sequence: `ids[question_start:answer_start]` is the question (and answer
+    prefix), `ids[answer_start:]` the target (values, '.', EOS)."""
 
     task: str
     ids: list[int]
     answer_start: int
     form: str
     sample: Optional[Sample]  # None for a copy passage
+    question_start: int  # = answer_start for a copy passage (no question)
 
 
 def stream(seed: int, *names) -> random.Random:
@@ -89,12 +91,13 @@ def encode(tokenizer: Tokenizer, task: str, sample: Sample, question: str = "rul
     """The runner's encoding (context with BOS, then the prompt) followed by the target.
     `question="prefix"` keeps only RULER's answer prefix of the prompt (after its "? ")."""
     prompt = sample.prompt if question == "ruler" else "\n" + sample.prompt.split("? ", 1)[1]
-    ids = tokenizer.encode(sample.context, add_bos=True) + tokenizer.encode(prompt)
+    context = tokenizer.encode(sample.context, add_bos=True)
+    ids = context + tokenizer.encode(prompt)
     ordered = sorted(sample.meta["needles"], key=lambda n: n["offset"])
     wanted = set(sample.answers)
     values = [n["value"] for n in ordered if n["value"] in wanted]
     target = tokenizer.encode(" " + ", ".join(values) + ".") + [tokenizer.eos_id]
-    return WordsExample(task, ids + target, len(ids), "ruler", sample)
+    return WordsExample(task, ids + target, len(ids), "ruler", sample, len(context))
 
 
 def example(tokenizer: Tokenizer, task: str, max_tokens: int, rng: random.Random,
@@ -145,7 +148,7 @@ def copy_example(vocab: list[int], max_tokens: int, rng: random.Random, bos_id: 
     n = rng.randint(max(4, max_tokens // 8), max(4, (max_tokens - 3) // 2))
     passage = [rng.choice(vocab[1:]) for _ in range(n)]
     first = [bos_id] + passage + [vocab[0]]
-    return WordsExample("copy", first + passage + [eos_id], len(first), "copy", None)
+    return WordsExample("copy", first + passage + [eos_id], len(first), "copy", None, len(first))
 
 
 def copy_vocabulary(tokenizer) -> list[int]:

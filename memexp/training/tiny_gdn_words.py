@@ -17,7 +17,8 @@ embedding is its own output row, which matters for 9.5K rarely seen tokens), and
 layer starts as a copy layer (induction_init). The first stage is a copy warm-up
 (niah_words.copy_example), never a replayed note. The loss is the answer tokens' cross-entropy plus a small
 weight on a random sample of the other positions (the LM head runs at those positions only:
-with an 8K-word vocabulary the full head would cost as much as the model). The tokenizer is
+with an 8K-word vocabulary the full head would cost as much as the model), and, where a stage
+sets `question_weight`, that weight on the question's tokens. The tokenizer is
 trained first, on the recipe's own text, and saved beside the weights.
 """
 
@@ -77,6 +78,12 @@ class WordsStage:
     # ruler: RULER's NIAH examples; copy: the copying warm-up (niah_words.copy_example), tasks and
     # question unused
     form: str = "ruler"
+    # the LM loss weight on every token of the question (after the context, before the answer); 0 = off,
+    # as in every shipped stage. Meant to make the model write at the needle's key tokens (predicting
+    # "... number for" -> the key), so that NoteBank's representative token (Eq. 4) lands on them; a
+    # 500-step stage did not (docs/benchmarks.md, "why native routing misses the needle"). The
+    # question is RULER's own input, so this is no replay form.
+    question_weight: float = 0.0
 
 
 @dataclass
@@ -125,6 +132,8 @@ class TinyGDNWordsRecipe:
                 raise ConfigError(f"{where}.question={s.question!r}: allowed values are {', '.join(QUESTIONS)}")
             if s.steps < 0 or s.batch_size < 1 or s.lr <= 0:
                 raise ConfigError(f"{where}: steps >= 0, batch_size >= 1 and lr > 0 are required")
+            if s.question_weight < 0:
+                raise ConfigError(f"{where}.question_weight={s.question_weight}: must be >= 0")
         if self.init not in ("torch", "fla"):
             raise ConfigError(f"recipe.init={self.init!r}: allowed values are torch, fla")
         if "vocab_size" in self.model:
@@ -159,13 +168,15 @@ def step_examples(recipe: TinyGDNWordsRecipe, stage: WordsStage, step: int, toke
 
 
 def batch(texts: list[WordsExample], pad_id: int, other_positions: int, generator: torch.Generator):
-    """(inputs [B, T], targets [B, T], answer mask [B, T], other mask [B, T]), right-padded;
-    `other` marks up to `other_positions` random non-answer positions per row."""
+    """(inputs [B, T], targets [B, T], answer mask [B, T], other mask [B, T], question mask [B, T]),
+    right-padded; `other` marks up to `other_positions` random positions per row before the answer,
+    `question` the positions that predict a question token (none for a copy passage)."""
     T = max(len(t.ids) for t in texts) - 1
     inputs = torch.full((len(texts), T), pad_id, dtype=torch.long)
     targets = torch.full((len(texts), T), pad_id, dtype=torch.long)
     answer = torch.zeros(len(texts), T, dtype=torch.bool)
     other = torch.zeros(len(texts), T, dtype=torch.bool)
+    question = torch.zeros(len(texts), T, dtype=torch.bool)
     for b, t in enumerate(texts):
         n = len(t.ids) - 1
         inputs[b, :n] = torch.tensor(t.ids[:-1])
@@ -174,10 +185,12 @@ def batch(texts: list[WordsExample], pad_id: int, other_positions: int, generato
         before = t.answer_start - 1
         pick = torch.randperm(before, generator=generator)[:other_positions]
         other[b, pick] = True
-    return inputs, targets, answer, other
+        question[b, t.question_start - 1:before] = True
+    return inputs, targets, answer, other, question
 
 
-def step_loss(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, inputs, targets, answer, other):
+def step_loss(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, inputs, targets, answer, other,
+              question=None, question_weight: float = 0.0):
     """(loss, answer-token hits [n_answer], per-row all-answer-tokens-right [B])."""
     hidden = backbone.train_hidden(inputs)
     head = backbone.model.lm_head
@@ -186,6 +199,8 @@ def step_loss(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, inputs, targets
     loss = F.cross_entropy(answer_logits, targets[answer])
     if other.any() and recipe.other_weight:
         loss = loss + recipe.other_weight * F.cross_entropy(head(hidden[other]), targets[other])
+    if question_weight and question is not None and question.any():
+        loss = loss + question_weight * F.cross_entropy(head(hidden[question]), targets[question])
     wrong = torch.zeros_like(answer)
     wrong[answer] = ~hits
     return loss, hits, ~wrong.any(-1)
@@ -198,11 +213,11 @@ def train_stage(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, stage: WordsS
     model.train()
     t0, tokens, window = time.perf_counter(), 0, []
     for step in range(stage.steps):
-        inputs, targets, answer, other = batch(step_examples(recipe, stage, step, tokenizer), tokenizer.eos_id,
-                                               recipe.other_positions, generator)
+        inputs, targets, answer, other, question = batch(step_examples(recipe, stage, step, tokenizer),
+                                                         tokenizer.eos_id, recipe.other_positions, generator)
         for group in opt.param_groups:
             group["lr"] = lr_at(stage, step)
-        loss, hits, whole = step_loss(backbone, recipe, inputs, targets, answer, other)
+        loss, hits, whole = step_loss(backbone, recipe, inputs, targets, answer, other, question, stage.question_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

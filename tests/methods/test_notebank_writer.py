@@ -13,7 +13,7 @@ from memexp.methods.notebank.addresses import AddressCompactor, ChannelLayout
 from memexp.methods.notebank.features import ChunkFeatures, QuestionQueries
 from memexp.methods.notebank.method import NoteBank
 from memexp.methods.notebank.sentences import SentenceEndTable, ends_sentence, sentence_ids
-from memexp.methods.notebank.writer import NoteWriter
+from memexp.methods.notebank.writer import NoteWriter, representatives
 
 E1, E2 = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
 
@@ -62,6 +62,13 @@ def test_compaction_is_a_fixed_seeded_coordinate_selection_shared_with_questions
     torch.testing.assert_close(probe.queries[:, :2], compact.float())
     with pytest.raises(ValueError, match="address_dim"):
         AddressCompactor(layout, 9, seed=0, device=torch.device("cpu"))
+
+
+def test_representative_is_each_channels_most_distinctive_position_first_on_ties():
+    scores = torch.tensor([[0.1, 0.9, 0.0],
+                           [0.5, 0.9, 0.0],
+                           [0.5, 0.2, 0.0]])  # [n=3 positions, J=3 channels]
+    assert representatives(scores).tolist() == [1, 0, 0]
 
 
 def test_sentence_end_table_decodes_each_id_once():

@@ -66,6 +66,34 @@ def test_induction_init_makes_a_tokens_query_match_the_key_written_after_it():
         assert torch.allclose(k[:, 1:], q[:, :-1]) == induced
 
 
+def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_lm_loss():
+    """`batch`'s question mask selects the positions predicting RULER's prompt tokens (re-encoded
+    here from the sample), and question_weight w adds w x their mean NLL, computed here from the
+    full-vocabulary logits of train_forward."""
+    from memexp.backbones.gdn.model import GDNBackbone
+    from memexp.training.niah_words import copy_example, copy_vocabulary, example, stream, tokenizer_corpus
+    from memexp.training.tiny_gdn import build_model
+    from memexp.training.tiny_gdn_words import _with_vocab, batch, step_loss
+    from memexp.training.words_tokenizer import train_tokenizer
+
+    recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
+                             "model.num_hidden_layers=2"])
+    tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
+    texts = [example(tok, "niah_single_2", 300, stream(0, "q", 1)), example(tok, "niah_multikey_1", 300, stream(0, "q", 2)),
+             copy_example(copy_vocabulary(tok), 96, stream(0, "q", 3), tok.bos_id, tok.eos_id)]
+    inputs, targets, answer, other, question = batch(texts, tok.eos_id, 8, torch.Generator().manual_seed(0))
+    for row, text in enumerate(texts[:2]):
+        assert targets[row][question[row]].tolist() == tok.encode(text.sample.prompt)
+    assert not question[2].any()  # a copy passage has no question
+    model = build_model(_with_vocab(recipe, tok.vocab_size))
+    backbone = GDNBackbone(model, tok, "tiny_gdn_words", prefill_chunk=2048)
+    torch.manual_seed(0)
+    base, _, _ = step_loss(backbone, recipe, inputs, targets, answer, other, question, 0.0)
+    weighted, _, _ = step_loss(backbone, recipe, inputs, targets, answer, other, question, 2.5)
+    nll = -torch.log_softmax(backbone.train_forward(inputs).float(), -1).gather(-1, targets[..., None])[..., 0]
+    assert torch.allclose(weighted - base, 2.5 * nll[question].mean(), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("override, field", [
     ("stages.1.max_tokens=2048", "recipe.stages.1"),
     ("model.vocab_size=300", "recipe.model.vocab_size"),
@@ -74,6 +102,7 @@ def test_induction_init_makes_a_tokens_query_match_the_key_written_after_it():
     ("stages.0.form=replay", "recipe.stages.0.form"),
     ("induction_layers=9", "recipe.induction_layers"),
     ("embed_std=0", "recipe.embed_std"),
+    ("stages.0.question_weight=-1", "recipe.stages.0.question_weight"),
 ])
 def test_a_wrong_value_names_its_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):

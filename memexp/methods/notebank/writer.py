@@ -49,7 +49,7 @@ class NoteWriter:
                              self.cfg.write_budget)
         channel = torch.arange(region_scores.shape[1], device=region_scores.device)
         for s, e in spans:
-            most_distinctive = s + region_scores[s:e].argmax(dim=0)  # [J], first position on ties
+            most_distinctive = s + representatives(region_scores[s:e])  # [J]
             self.builder.add(chunk, origin + s, origin + e, region_queries[most_distinctive, channel])
         keep = min(self.cfg.tail, scores.shape[0])
         self._tail = (scores[-keep:].clone(), queries[-keep:].clone()) if keep else None
@@ -57,6 +57,12 @@ class NoteWriter:
 
     def archive(self) -> Archive:
         return self.builder.build()
+
+
+def representatives(scores: torch.Tensor) -> torch.Tensor:
+    """Eq. 4's representative token of one note for every channel: the position (from the note's
+    start) of the channel's most distinctive key. scores [n, J] -> [J], the first position on ties."""
+    return scores.argmax(dim=0)
 
 
 def read_and_write(backbone: Backbone, state: State, context_ids, cfg: NoteBankConfig, layout: ChannelLayout,
