@@ -94,10 +94,11 @@ def main() -> None:
         for needle in example.meta["needles"]:
             if needle["key"] not in example.meta["queries"]:
                 continue
-            at = find(ids, tok.encode(" " + needle["key"]), len(tok.encode(example.context[: needle["offset"]])) - 1)
+            key_ids = tok.encode(" " + needle["key"])
+            at = find(ids, key_ids, len(tok.encode(example.context[: needle["offset"]])) - 1)
             if at is None or at >= scores.shape[0]:
                 continue  # the needle is in the last, unwritten chunk
-            key = torch.arange(at, at + len(tok.encode(" " + needle["key"])))
+            key = torch.arange(at, at + len(key_ids))
             notes = [i for i, (s, n) in enumerate(zip(archive.starts.tolist(), archive.lengths.tolist()))
                      if s <= at < s + n]
             if not notes:

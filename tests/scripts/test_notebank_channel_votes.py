@@ -1,25 +1,14 @@
 """scripts/notebank_channel_votes.py: its per-channel votes are the native router's (the kernel
 reference), and "the top-R holds a right note" is counted as the router would replay."""
 
-import importlib.util
-from pathlib import Path
-
 import torch
+from script_module import load_script
 
 from kernels.routing.reference import route_votes_reference
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "notebank_channel_votes.py"
-
-
-def load():
-    spec = importlib.util.spec_from_file_location("notebank_channel_votes", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_channel_votes_are_the_routers_on_random_notes():
-    votes_hit = load().votes_hit
+    votes_hit = load_script("notebank_channel_votes").votes_hit
     g = torch.Generator().manual_seed(3)
     addresses, queries = torch.randn(9, 5, 8, generator=g), torch.randn(4, 5, 8, generator=g)
     _, best, _ = route_votes_reference(addresses, queries)
@@ -30,7 +19,7 @@ def test_channel_votes_are_the_routers_on_random_notes():
 
 
 def test_top_r_follows_the_vote_count_and_ties_go_to_the_earlier_note():
-    votes_hit = load().votes_hit
+    votes_hit = load_script("notebank_channel_votes").votes_hit
     e = torch.eye(4)
     # three notes, one channel each of three; every channel's question query equals one note's address
     addresses = torch.stack([torch.stack([e[0], e[0], e[1]]), torch.stack([e[1], e[1], e[0]]),

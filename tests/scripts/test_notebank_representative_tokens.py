@@ -2,25 +2,14 @@
 address is Eq. 5's (max cosine over question positions, per channel), and the key is found
 where it occurs, not before."""
 
-import importlib.util
-from pathlib import Path
-
 import torch
+from script_module import load_script
 
 from kernels.routing.reference import route_votes_reference
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "notebank_representative_tokens.py"
-
-
-def load():
-    spec = importlib.util.spec_from_file_location("notebank_representative_tokens", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_best_match_is_the_score_the_best_key_token_would_get_as_an_address():
-    best_match = load().best_match
+    best_match = load_script("notebank_representative_tokens").best_match
     g = torch.Generator().manual_seed(5)
     key, question = torch.randn(3, 4, 8, generator=g), torch.randn(6, 4, 8, generator=g)
     # each key token as the address of its own note: the router's scores, best over the notes
@@ -29,7 +18,7 @@ def test_best_match_is_the_score_the_best_key_token_would_get_as_an_address():
 
 
 def test_best_match_by_hand():
-    best_match = load().best_match
+    best_match = load_script("notebank_representative_tokens").best_match
     e = torch.eye(2)
     key = torch.stack([torch.stack([e[0], e[0]]), torch.stack([e[1], -e[1]])])  # [P=2, J=2, d=2]
     question = torch.stack([torch.stack([e[1], e[1] + e[0]])])  # [Tq=1, J=2, d=2]
@@ -38,7 +27,7 @@ def test_best_match_by_hand():
 
 
 def test_find_starts_where_told():
-    find = load().find
+    find = load_script("notebank_representative_tokens").find
     ids = [5, 1, 2, 7, 1, 2, 9]
     assert find(ids, [1, 2], 0) == 1
     assert find(ids, [1, 2], 2) == 4
