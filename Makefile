@@ -13,7 +13,7 @@ install: ## install memexp with its test tools (CPU torch where there is no GPU)
 		$(PYTHON) -m pip install "$(TORCH_CPU)"; fi
 	$(PYTHON) -m pip install -e ".[dev]"
 
-run: ## the quick-start run on the embedded default (tiny GDN, generated RULER)
+run: ## the quick-start run on the embedded default (tiny_gdn_words, generated RULER)
 	$(PYTHON) -m memexp run
 
 test: ## the whole CPU test suite, offline (what CI runs)

@@ -35,5 +35,5 @@ def test_wheel_runs_the_quick_start_from_any_folder(tmp_path):
     listing = sh([bin_memexp, "ls"], work, env)
     assert "backbone: " in listing and "tiny_gdn" in listing and "hydra/launcher: joblib, local, processes, slurm" in listing
     sh([bin_memexp, "run", "max_examples=1", "progress=false"], work, env)
-    (summary,) = work.glob("outputs/runs/ruler/tiny_gdn/notebank/*/summary.json")
+    (summary,) = work.glob("outputs/runs/ruler/tiny_gdn_words/notebank/*/summary.json")
     assert '"num_examples": 1' in summary.read_text()

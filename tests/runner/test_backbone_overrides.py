@@ -43,8 +43,16 @@ def test_every_override_file_is_picked_for_its_backbone(group, stem, option, bac
         assert getattr(picked, key) == value, f"{stem}.yaml: {key} not applied"
 
 
+def test_the_default_run_is_training_free_notebank_on_tiny_gdn_words():
+    cfg = load_config([])  # the quick start: `python -m memexp run`
+    assert (cfg.backbone.name, cfg.method.name, cfg.bench.name) == ("tiny_gdn_words", "notebank", "ruler")
+    # conf/method_for_backbone/notebank_tiny_gdn_words.yaml: the native router, no read adapter
+    assert cfg.method == NoteBankConfig(rescale=0.0, layers=[1, 2, 3], address_dim=None)
+    assert cfg.bench.lengths == [1024, 16384] and cfg.bench.num_samples == 4 and cfg.bench.essay_standin
+
+
 def test_tiny_gdn_gets_its_quick_start_scale_and_the_bm25_router():
-    cfg = load_config(["backbone=tiny_gdn"])  # the default run: method=notebank bench=ruler
+    cfg = load_config(["backbone=tiny_gdn"])  # method=notebank bench=ruler, as in the default run
     # conf/bench_for_backbone/ruler_tiny_gdn.yaml and conf/method_for_backbone/notebank_tiny_gdn.yaml
     assert cfg.bench == RulerConfig(lengths=[1024, 4096, 16384], num_samples=50)
     assert cfg.method == NoteBankConfig(router="bm25", note_separator=" ", replay_suffix=" ")

@@ -56,9 +56,12 @@ def test_cfg_job_prints_every_schema_field_of_the_default_run():
     for group, schema in (("backbone", BackboneConfig), ("method", METHODS.get("notebank").load_schema()),
                           ("bench", BENCHES.get("ruler").load_schema()), ("logger", LoggerConfig)):
         assert list(job[group]) == [f.name for f in fields(schema)], group
-    # values: the default run (conf/config.yaml + the tiny_gdn override files)
-    assert job["method"]["router"] == "bm25" and job["bench"]["lengths"] == [1024, 4096, 16384]
-    assert job["backbone"]["pretrained"] == "${memexp_asset:tiny_gdn}" and job["logger"]["name"] == "none"
+    # values: the default run (conf/config.yaml + the tiny_gdn_words override files): the native
+    # router on the six NIAH tasks at the training length and 16x it, no read adapter (training-free)
+    assert job["method"]["router"] == "native" and job["method"]["adapter"] is None
+    assert job["method"]["layers"] == [1, 2, 3] and job["bench"]["lengths"] == [1024, 16384]
+    assert len(job["bench"]["tasks"]) == 6 and job["bench"]["essay_standin"] is True
+    assert job["backbone"]["pretrained"] == "${memexp_asset:tiny_gdn_words}" and job["logger"]["name"] == "none"
 
 
 @pytest.mark.parametrize("group,registry", [("method", METHODS), ("bench", BENCHES)])
@@ -73,9 +76,9 @@ def test_every_method_and_bench_composes_with_every_field(group, registry):
 # is replaced by its content fingerprint, so the key follows the weights, not the clone. Re-pinned when
 # issues 13 and 15 landed with it (bench.shard, Plain/JRT rescale, RULER version 2, LongBench-v2 reserves).
 FOLDERS = [
-    ([], "ruler/tiny_gdn/notebank/16a1eda307"),
+    (["backbone=tiny_gdn"], "ruler/tiny_gdn/notebank/16a1eda307"),
     (["backbone=mamba2"], "ruler/mamba2/notebank/60cd50fdb4"),
-    (["bench=longbench", "method=plain"], "longbench/tiny_gdn/plain/fecf8aa87a"),
+    (["backbone=tiny_gdn", "bench=longbench", "method=plain"], "longbench/tiny_gdn/plain/fecf8aa87a"),
     (["method=jrt", "bench=memoryagentbench", "backbone=qwen35_9b"], "memoryagentbench/qwen35_9b/jrt/9fffa619d7"),
 ]
 
