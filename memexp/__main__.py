@@ -1,7 +1,7 @@
 """memexp command line: python -m memexp <command> [hydra overrides...]
 
   run      run (or resume) backbone x method x bench; -m for a multirun sweep
-  train    run a training recipe (recipe=tiny_gdn_words: the quick start's model; recipe=tiny_gdn without one)
+  train    run a training recipe (recipe=tiny_gdn_words: the quick start's model; tiny_gdn when none is named)
   ls       list the options of every config group
   cost     analytical FLOPs and persistent storage of a configuration (App. C.6/C.7)
   latency  measured Plain vs NoteBank latency and peak memory (App. C.5)

@@ -51,7 +51,7 @@ def test_the_default_run_is_training_free_notebank_on_tiny_gdn_words():
     assert cfg.bench.lengths == [1024, 16384] and cfg.bench.num_samples == 4 and cfg.bench.essay_standin
 
 
-def test_tiny_gdn_gets_its_quick_start_scale_and_the_bm25_router():
+def test_tiny_gdn_gets_its_own_ruler_scale_and_the_bm25_router():
     cfg = load_config(["backbone=tiny_gdn"])  # method=notebank bench=ruler, as in the default run
     # conf/bench_for_backbone/ruler_tiny_gdn.yaml and conf/method_for_backbone/notebank_tiny_gdn.yaml
     assert cfg.bench == RulerConfig(lengths=[1024, 4096, 16384], num_samples=50)
