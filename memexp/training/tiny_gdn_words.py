@@ -84,6 +84,11 @@ class WordsStage:
     # 500-step stage did not (docs/benchmarks.md, "why native routing misses the needle"). The
     # question is RULER's own input, so this is no replay form.
     question_weight: float = 0.0
+    # layers whose query becomes their key from this stage on (q_proj and q_conv1d take k_proj's and
+    # k_conv1d's weights and share them, so q_t = k_t at every token; see tie_queries_to_keys). The
+    # checkpoint stores both, equal, in FLA's format. Empty = no change (every shipped stage; tried:
+    # docs/benchmarks.md, "q = k and key-deciding variants").
+    tied_qk_layers: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -106,7 +111,7 @@ class TinyGDNWordsRecipe:
     induction_layers: int = 1  # the init of a tied embedding / LM head (model.tie_word_embeddings)
     train_length: int = 1024  # tokens: no training sequence is longer
     tokenizer_examples: int = 400  # training-stream examples the tokenizer is trained on
-    variant_share: float = 0.15  # share of word-valued examples (niah_words.VARIANTS)
+    variant_share: float = 0.15  # share of word-valued examples (niah_words.WORD_VARIANTS)
     other_positions: int = 64  # non-answer positions per sequence that get the LM loss
     other_weight: float = 0.1  # their loss weight (answer tokens weigh 1)
     stages: list[WordsStage] = field(default_factory=list)
@@ -143,6 +148,16 @@ class TinyGDNWordsRecipe:
         if not 0 <= self.induction_layers <= self.model.get("num_hidden_layers", 0):
             raise ConfigError(f"recipe.induction_layers={self.induction_layers}: allowed values are 0 to "
                               f"recipe.model.num_hidden_layers ({self.model.get('num_hidden_layers')})")
+        layers = self.model.get("num_hidden_layers", 0)
+        for i, s in enumerate(self.stages):
+            tied = s.tied_qk_layers
+            if any(not 0 <= t < layers for t in tied) or len(set(tied)) != len(tied):
+                raise ConfigError(f"recipe.stages.{i}.tied_qk_layers={tied}: distinct layer indices from 0 to "
+                                  f"{layers - 1} (recipe.model.num_hidden_layers = {layers})")
+            copying = [t for t in tied if t < self.induction_layers]
+            if copying:
+                raise ConfigError(f"recipe.stages.{i}.tied_qk_layers: layer {copying[0]} is an induction layer "
+                                  f"(recipe.induction_layers={self.induction_layers}), whose query and key differ")
         if self.embed_std <= 0:
             raise ConfigError(f"recipe.embed_std={self.embed_std}: must be > 0")
         if self.conv_init <= 0 or not 0 < self.decay_min <= self.decay_max < 1:
@@ -259,8 +274,9 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
     backbone = GDNBackbone(model, tokenizer, NAME, prefill_chunk=2048)
     stages = []
     for stage in recipe.stages:
+        tie_queries_to_keys(model, stage.tied_qk_layers)
         stages.append(train_stage(backbone, recipe, stage, log))
-        backbone.save_pretrained(out)  # an interrupted run keeps its last finished stage
+        save_untied(backbone, out)  # an interrupted run keeps its last finished stage
     train_seconds = time.perf_counter() - t0
     metrics = {}
     for task in SIX_TASKS if recipe.eval_samples else ():
@@ -307,6 +323,40 @@ def induction_init(model, layers: int) -> None:
             conv.weight.zero_()
             conv.weight[:, 0, tap] = 1.0  # the causal conv's last tap is the current token
         attn.q_proj.weight.copy_(attn.k_proj.weight)
+
+
+@torch.no_grad()
+def tie_queries_to_keys(model, layers: list[int]) -> None:
+    """Make each listed layer's query its key: q_proj and q_conv1d become k_proj's and k_conv1d's
+    parameters (k's current values; q's are dropped), so q_t = k_t at every token from here on.
+
+    Why it was tried: NoteBank's address for a note is a channel's query at the note's most
+    distinctive key (Eq. 4), which on this model lies at the value and the template words before
+    it (docs/benchmarks.md); an untied query there is whatever the model computes before an
+    unpredictable value, while with q = k it is the key the layer wrote, which a clean key-value
+    read would meet with the question's query. Measured: it did not move the router, as a
+    fine-tune or from scratch (docs/benchmarks.md, "q = k and key-deciding variants"); the
+    shipped recipe ties nothing. It is an architecture constraint like any other weight tying:
+    no training step sees a note, a replay or the router.
+    """
+    for index in layers:
+        attn = model.model.layers[index].attn
+        attn.q_proj.weight = attn.k_proj.weight
+        attn.q_conv1d.weight = attn.k_conv1d.weight
+
+
+def save_untied(backbone: GDNBackbone, out: Path) -> None:
+    """save_pretrained with every shared query parameter written under its own name too: the
+    checkpoint is a plain FLA GDN whose tied layers hold equal q and k weights."""
+    tied = [(layer.attn, name) for layer in backbone.model.model.layers for name in ("q_proj", "q_conv1d")
+            if getattr(layer.attn, name).weight is getattr(layer.attn, "k" + name[1:]).weight]
+    for attn, name in tied:
+        getattr(attn, name).weight = torch.nn.Parameter(getattr(attn, "k" + name[1:]).weight.detach().clone())
+    try:
+        backbone.save_pretrained(out)
+    finally:
+        for attn, name in tied:
+            getattr(attn, name).weight = getattr(attn, "k" + name[1:]).weight
 
 
 def _with_vocab(recipe: TinyGDNWordsRecipe, vocab_size: int):

@@ -77,7 +77,7 @@ def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_
     from memexp.training.words_tokenizer import train_tokenizer
 
     recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
-                             "model.num_hidden_layers=2"])
+                             "model.num_hidden_layers=2", "stages.0.tied_qk_layers=[1]"])
     tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
     texts = [example(tok, "niah_single_2", 300, stream(0, "q", 1)), example(tok, "niah_multikey_1", 300, stream(0, "q", 2)),
              copy_example(copy_vocabulary(tok), 96, stream(0, "q", 3), tok.bos_id, tok.eos_id)]
@@ -94,6 +94,63 @@ def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_
     assert torch.allclose(weighted - base, 2.5 * nll[question].mean(), rtol=1e-4, atol=1e-5)
 
 
+def test_tied_layers_read_with_their_keys_train_one_weight_and_save_as_a_plain_gdn(tmp_path):
+    """A tied layer's emitted queries equal its keys token for token (an untied layer's do not); one
+    AdamW step moves q and k together (one parameter, its gradient the sum of both uses); the saved
+    checkpoint holds q_proj and k_proj under their own names, equal, and loads back with the same
+    outputs while the training model stays tied."""
+    from safetensors.torch import load_file
+
+    from memexp.backbones.gdn.model import GDNBackbone
+    from memexp.training.niah_words import tokenizer_corpus
+    from memexp.training.tiny_gdn import build_model
+    from memexp.training.tiny_gdn_words import _with_vocab, save_untied, tie_queries_to_keys
+    from memexp.training.words_tokenizer import train_tokenizer
+
+    recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
+                             "model.num_hidden_layers=3", "stages.0.tied_qk_layers=[]"])
+    tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
+    model = build_model(_with_vocab(recipe, tok.vocab_size))
+    k_before = model.model.layers[2].attn.k_proj.weight.detach().clone()
+    tie_queries_to_keys(model, [2])
+    attn = model.model.layers[2].attn
+    assert attn.q_proj.weight is attn.k_proj.weight and attn.q_conv1d.weight is attn.k_conv1d.weight
+    assert torch.equal(attn.k_proj.weight, k_before)  # the key's weights are kept, the query's dropped
+    backbone = GDNBackbone(model, tok, "tiny_gdn_words", prefill_chunk=2048)
+    ids = tok.encode("One of the special magic numbers for quiet-river is: 12.", add_bos=True)
+
+    x = torch.randn(1, len(ids), 32, generator=torch.Generator().manual_seed(1))
+    emitted = []
+    for layer in model.model.layers:
+        layer.attn(x, None, None, emit=lambda k, q: emitted.append(torch.allclose(k, q)))
+    assert emitted == [False, False, True]
+
+    params = list(model.parameters())
+    assert sum(p is attn.k_proj.weight for p in params) == 1  # one parameter for the optimizer
+    x = torch.randn(2, 5, 32, generator=torch.Generator().manual_seed(2))
+    attn(x, None, None)[0].sum().backward()
+    grad = attn.k_proj.weight.grad.clone()
+    attn.k_proj.weight.grad = None
+    untied = torch.nn.Linear(32, 32, bias=False)  # the same forward with q and k as two copies
+    untied.weight = torch.nn.Parameter(k_before.clone())
+    attn.q_proj = untied
+    attn(x, None, None)[0].sum().backward()
+    assert torch.allclose(grad, attn.k_proj.weight.grad + untied.weight.grad, atol=1e-6)
+    tie_queries_to_keys(model, [2])
+
+    out = tmp_path / "ckpt"
+    before = backbone.forward(backbone.init_state(), ids)
+    save_untied(backbone, out)
+    assert attn.q_proj.weight is attn.k_proj.weight  # still tied after saving
+    tensors = load_file(str(out / "model.safetensors"))
+    for name in ("q_proj", "q_conv1d"):
+        q, k = (tensors[f"model.layers.2.attn.{p}{name[1:]}.weight"] for p in ("q", "k"))
+        assert torch.equal(q, k)
+    assert not torch.equal(tensors["model.layers.1.attn.q_proj.weight"], tensors["model.layers.1.attn.k_proj.weight"])
+    loaded = load_backbone({"name": "tiny_gdn_words", "arch": "gdn", "pretrained": str(out)})
+    assert torch.allclose(loaded.forward(loaded.init_state(), ids), before, atol=1e-5)
+
+
 @pytest.mark.parametrize("override, field", [
     ("stages.1.max_tokens=2048", "recipe.stages.1"),
     ("model.vocab_size=300", "recipe.model.vocab_size"),
@@ -103,7 +160,27 @@ def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_
     ("induction_layers=9", "recipe.induction_layers"),
     ("embed_std=0", "recipe.embed_std"),
     ("stages.0.question_weight=-1", "recipe.stages.0.question_weight"),
+    ("stages.1.tied_qk_layers=[4]", "recipe.stages.1.tied_qk_layers"),
+    ("stages.1.tied_qk_layers=[2,2]", "recipe.stages.1.tied_qk_layers"),
+    ("stages.1.tied_qk_layers=[0]", "recipe.stages.1.tied_qk_layers"),  # layer 0 is the induction layer
 ])
 def test_a_wrong_value_names_its_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         load_recipe(["recipe=tiny_gdn_words", override])
+
+
+def test_the_keys_tied_attempts_stages_file_loads_as_its_header_says():
+    """docs/experiments/tiny_gdn_words_keys_tied_stages.yaml (docs/benchmarks.md) is the stage list its
+    header's command passes: it validates, ties layers 1-3 from the first stage, and names the
+    key-deciding variants."""
+    from pathlib import Path
+
+    from memexp.training.niah_words import SIX_TASKS
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "experiments" / "tiny_gdn_words_keys_tied_stages.yaml"
+    text = path.read_text()
+    assert '"stages=$(cat docs/experiments/tiny_gdn_words_keys_tied_stages.yaml)"' in text
+    recipe, _ = load_recipe(["recipe=tiny_gdn_words", f"stages={text}"])
+    assert recipe.stages[0].tied_qk_layers == [1, 2, 3]
+    named = {t for s in recipe.stages for t in s.tasks}
+    assert {"multikey_noise", "multikey_essay_2", "multiquery_half"} <= named and set(SIX_TASKS) <= named
