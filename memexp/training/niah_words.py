@@ -4,8 +4,10 @@ Every example is what `bench=ruler` feeds a model, built by memexp's RULER gener
 (memexp.benchmarks.ruler.niah.NiahGenerator): RULER's task text, a haystack (the noise
 lines or essay-like prose), the needles at depths RULER draws, RULER's question and answer
 prefix, then the target: the needles' values in document order, " v1, v2." and EOS. The
-tasks are niah_single_1/2/3, niah_multikey_1, niah_multiquery and niah_multivalue, plus a
-share of word-valued variants (VARIANTS) so values are numbers, words and UUIDs.
+tasks are niah_single_1/2/3, niah_multikey_1, niah_multiquery and niah_multivalue, plus
+variants in the same format (VARIANTS): word values, so values are numbers, words and UUIDs,
+and, where a stage names them, several needles of which only some are asked, so the key
+decides the answer.
 
 Never NoteBank's replay form: no example is a needle (or any note) followed by the question
 without the task text and haystack around it, and no example starts from a reset state
@@ -38,8 +40,18 @@ from memexp.benchmarks.ruler.tasks import TASKS, NiahTask
 STREAM_PREFIX = "tiny_gdn_words-train"
 SIX_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multiquery",
              "niah_multivalue")
-# word values (RULER's six tasks use numbers and UUIDs only): the model must copy any value type
-VARIANTS = {"words_noise": NiahTask("noise", "words", "words"), "words_essay": NiahTask("essay", "words", "words")}
+VARIANTS = {
+    # word values (RULER's six tasks use numbers and UUIDs only): the model must copy any value type
+    "words_noise": NiahTask("noise", "words", "words"),
+    "words_essay": NiahTask("essay", "words", "words"),
+    # several needles, some of them asked: of the six tasks only niah_multikey_1 asks for one key among
+    # others (the rest ask for every needle in the context), so a model trained on them alone can answer
+    # the numbers it finds and ignore the key; these make the key decide the answer. A stage draws them
+    # only where its `tasks` list names them (docs/benchmarks.md, "key-deciding variants")
+    "multikey_noise": NiahTask("noise", "words", "numbers", num_k=4),
+    "multikey_essay_2": NiahTask("essay", "words", "numbers", num_k=2),
+    "multiquery_half": NiahTask("essay", "words", "numbers", num_k=4, num_q=2),
+}
 # ruler: RULER's full input; copy: a passage of random tokens, a newline, the passage again (the
 # warm-up that teaches copying, with no needle, no question and no task text: not a note either)
 FORMS = ("ruler", "copy")
@@ -117,9 +129,12 @@ def example(tokenizer: Tokenizer, task: str, max_tokens: int, rng: random.Random
         size = max(smallest, int(size * 0.85))
 
 
+WORD_VARIANTS = ("words_essay", "words_noise")  # what a stage without a `tasks` list draws besides the six
+
+
 def pick_task(rng: random.Random, variant_share: float) -> str:
     if rng.random() < variant_share:
-        return rng.choice(sorted(VARIANTS))
+        return rng.choice(WORD_VARIANTS)
     return rng.choice(SIX_TASKS)
 
 

@@ -106,3 +106,27 @@ def test_key_words_are_one_token_and_digits_in_groups_of_three(tokenizer):
     uuid = "3f2a9b1c-0d4e-4f5a-9b6c-7d8e9fa0b1c2"
     assert tokenizer.decode(tokenizer.encode(f" {uuid}.")) == f" {uuid}."
     assert tokenizer.tok.token_to_id("<unk>") not in tokenizer.encode(f"zyzzyva {uuid} Qx")
+
+
+@pytest.mark.parametrize("task", ["multikey_noise", "multikey_essay_2", "multiquery_half"])
+def test_key_deciding_variants_ask_some_keys_of_several_and_answer_only_theirs(tokenizer, task):
+    """Each has more keys in the context than the question asks, so only the key tells which values
+    answer; the target lists exactly the asked keys' values in document order; RULER's task text and
+    a haystack surround the needles, as in every other training example."""
+    for i in range(4):
+        ex = example(tokenizer, task, 512, stream(0, "key-variants", task, i))
+        meta = ex.sample.meta
+        asked = set(meta["queries"])
+        assert len(set(meta["keys"])) > len(asked) >= 1
+        ordered = sorted(meta["needles"], key=lambda n: n["offset"])
+        wanted = [n["value"] for n in ordered if n["key"] in asked]
+        assert tokenizer.decode(ex.ids[ex.answer_start:-1]) == " " + ", ".join(wanted) + "."
+        assert ex.sample.context.startswith(HEADS) and all(k in ex.sample.prompt for k in asked)
+        assert not any(k in ex.sample.prompt for k in set(meta["keys"]) - asked)
+
+
+def test_a_stage_without_tasks_draws_only_the_six_and_the_word_variants():
+    from memexp.training.niah_words import WORD_VARIANTS, pick_task
+
+    drawn = {pick_task(random.Random(i), 0.5) for i in range(400)}
+    assert drawn == set(SIX_TASKS) | set(WORD_VARIANTS)
