@@ -11,7 +11,11 @@ written note, this script reads the whole context's per-channel distinctiveness 
   Eq. 4 picked that token, the channel would have voted for the needle's note.
 
 It also lists the tokens that were picked as representatives in the needle notes, most
-common first.
+common first, and, for each part of the needle sentence (its template words "One of the
+special magic numbers for ... is: .", the key, the value with the space before it), where
+that part's distinctiveness ranks within its chunk: the mean percentile over channels and
+needles (100 = the chunk's most distinctive key). Eq. 4 can pick a key token only where the
+key ranks high.
 
     python scripts/notebank_representative_tokens.py bench.seed=8 "method.layers=[1,2,3]"
 
@@ -70,6 +74,33 @@ def find(ids: list[int], piece: list[int], start: int) -> int | None:
     return None
 
 
+def needle_parts(ids: list[int], key_at: int, key_len: int, value_ids: list[int], first: set[int]) -> dict[str, list[int]]:
+    """The positions of one needle sentence's parts: 'key' (the key's tokens from `key_at`),
+    'value' (the value's tokens, the space before it included), 'template' (the sentence's
+    other tokens: back to its first word, a token in `first`, and from the key to the value and
+    the period after it). Positions past the end of `ids` are left out."""
+    start = key_at
+    while start > max(0, key_at - 12) and ids[start] not in first:
+        start -= 1
+    value_at = find(ids, value_ids, key_at + key_len)
+    if value_at is None or ids[start] not in first:
+        return {}
+    template = list(range(start, key_at)) + list(range(key_at + key_len, value_at)) + [value_at + len(value_ids)]
+    parts = {"template": template, "key": list(range(key_at, key_at + key_len)),
+             "value": list(range(value_at, value_at + len(value_ids)))}
+    return {name: [t for t in where if t < len(ids)] for name, where in parts.items()}
+
+
+def chunk_percentiles(scores: torch.Tensor, positions: list[int], chunk_size: int) -> torch.Tensor:
+    """Each position's distinctiveness percentile within its own chunk, per channel: the share of
+    the chunk's tokens whose score is lower, x 100. scores [T', J] -> [len(positions), J]."""
+    rows = []
+    for t in positions:
+        chunk = scores[(t // chunk_size) * chunk_size : (t // chunk_size + 1) * chunk_size]
+        rows.append(100 * (chunk < scores[t]).float().mean(dim=0))
+    return torch.stack(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("overrides", nargs="*")
@@ -83,6 +114,8 @@ def main() -> None:
     tok = backbone.tokenizer
     picked, wins, cases = torch.zeros(len(channels)), torch.zeros(len(channels)), 0
     tokens = Counter()
+    first = {i for i in (tok.encode("One")[:1] + tok.encode(" One")[-1:])}
+    ranks: dict[str, list[torch.Tensor]] = {"template": [], "key": [], "value": []}
     for example in build_benchmark(cfg.bench).examples(tok):
         ids = tok.encode(example.context)
         memory = method.read(backbone, ids)
@@ -111,6 +144,11 @@ def main() -> None:
             wins += (best_match(queries[key], probe) > others.amax(dim=1)).float()
             tokens.update(tok.decode([ids[int(t)]]) for t in chosen)
             cases += 1
+            parts = needle_parts(ids, at, len(key_ids), tok.encode(" " + needle["value"]), first)
+            for name, where in parts.items():
+                inside = [t for t in where if t < scores.shape[0]]
+                if inside:
+                    ranks[name].append(chunk_percentiles(scores, inside, method.cfg.chunk_size).mean(dim=0))
     print(f"needles in a written note: {cases}; layers {cfg.method.layers or 'all'}")
     print("channel (layer, head): share of needles whose representative is a key token | whose key query wins")
     for ch, p, w in zip(channels, picked.tolist(), wins.tolist()):
@@ -120,6 +158,16 @@ def main() -> None:
           f"a key token's query wins {int(wins.sum())} / {total}")
     print("representative tokens in the needles' notes: "
           + ", ".join(f"{t!r} {c}" for t, c in tokens.most_common(8)))
+    print("the needle sentence's parts, distinctiveness percentile within their chunk (mean over channels; "
+          "per layer):")
+    layers = sorted({ch.layer for ch in channels})
+    for name, rows in ranks.items():
+        if not rows:
+            continue
+        mean = torch.stack(rows).mean(dim=0)  # [J]
+        per_layer = " ".join(f"{mean[[j for j, ch in enumerate(channels) if ch.layer == layer]].mean():.0f}"
+                             for layer in layers)
+        print(f"  {name}: {mean.mean():.0f} (layers {layers}: {per_layer})")
 
 
 if __name__ == "__main__":

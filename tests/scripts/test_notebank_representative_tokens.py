@@ -32,3 +32,27 @@ def test_find_starts_where_told():
     assert find(ids, [1, 2], 0) == 1
     assert find(ids, [1, 2], 2) == 4
     assert find(ids, [1, 2], 5) is None
+
+
+def test_needle_parts_split_a_needle_sentence_into_template_key_and_value():
+    needle_parts = load_script("notebank_representative_tokens").needle_parts
+    # ids: haystack 9 9, then "One of the magic for" (1 2 3 4 5), key (6 7 8), "is" ":" (10 11),
+    # the value with its space (12 13 14), "." (15), haystack 9
+    ids = [9, 9, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 9]
+    parts = needle_parts(ids, key_at=7, key_len=3, value_ids=[12, 13, 14], first={1})
+    assert parts == {"template": [2, 3, 4, 5, 6, 10, 11, 15], "key": [7, 8, 9], "value": [12, 13, 14]}
+    # a sentence whose first word is not found within reach gives nothing rather than a guess
+    assert needle_parts(ids, key_at=7, key_len=3, value_ids=[12, 13, 14], first={99}) == {}
+    # a needle cut by the end of the context keeps its parts inside it
+    assert needle_parts(ids[:14], key_at=7, key_len=3, value_ids=[12, 13], first={1})["value"] == [12, 13]
+
+
+def test_chunk_percentiles_rank_within_the_positions_own_chunk():
+    chunk_percentiles = load_script("notebank_representative_tokens").chunk_percentiles
+    # two chunks of 4 tokens, two channels; channel 1 is channel 0 reversed within each chunk
+    c0 = torch.tensor([0.1, 0.4, 0.2, 0.3, 5.0, 6.0, 7.0, 8.0])
+    scores = torch.stack([c0, torch.cat([c0[:4].flip(0), c0[4:].flip(0)])], dim=1)
+    ranks = chunk_percentiles(scores, [1, 4], chunk_size=4)
+    # position 1 (0.4) beats 3 of its chunk's 4 scores on channel 0; on channel 1 it holds 0.2: 1 of 4.
+    # position 4 (5.0) is its chunk's lowest on channel 0, and holds 8.0, the highest, on channel 1
+    assert torch.allclose(ranks, torch.tensor([[75.0, 25.0], [0.0, 75.0]]))
