@@ -114,7 +114,7 @@ def main() -> None:
     tok = backbone.tokenizer
     picked, wins, cases = torch.zeros(len(channels)), torch.zeros(len(channels)), 0
     tokens = Counter()
-    first = {i for i in (tok.encode("One")[:1] + tok.encode(" One")[-1:])}
+    first = set(tok.encode("One")[:1] + tok.encode(" One")[-1:])  # the needle's first word, after a newline or a space
     ranks: dict[str, list[torch.Tensor]] = {"template": [], "key": [], "value": []}
     for example in build_benchmark(cfg.bench).examples(tok):
         ids = tok.encode(example.context)

@@ -47,7 +47,7 @@ VARIANTS = {
     # several needles, some of them asked: of the six tasks only niah_multikey_1 asks for one key among
     # others (the rest ask for every needle in the context), so a model trained on them alone can answer
     # the numbers it finds and ignore the key; these make the key decide the answer. A stage draws them
-    # only where its `tasks` list names them (docs/benchmarks.md, "key-deciding variants")
+    # only where its `tasks` list names them (docs/benchmarks.md, "q = k and key-deciding variants")
     "multikey_noise": NiahTask("noise", "words", "numbers", num_k=4),
     "multikey_essay_2": NiahTask("essay", "words", "numbers", num_k=2),
     "multiquery_half": NiahTask("essay", "words", "numbers", num_k=4, num_q=2),
