@@ -77,7 +77,7 @@ def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_
     from memexp.training.words_tokenizer import train_tokenizer
 
     recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
-                             "model.num_hidden_layers=2", "stages.0.tied_qk_layers=[1]"])
+                             "model.num_hidden_layers=2"])
     tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
     texts = [example(tok, "niah_single_2", 300, stream(0, "q", 1)), example(tok, "niah_multikey_1", 300, stream(0, "q", 2)),
              copy_example(copy_vocabulary(tok), 96, stream(0, "q", 3), tok.bos_id, tok.eos_id)]
@@ -95,8 +95,8 @@ def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_
 
 
 def test_tied_layers_read_with_their_keys_train_one_weight_and_save_as_a_plain_gdn(tmp_path):
-    """A tied layer's emitted queries equal its keys token for token (an untied layer's do not); one
-    AdamW step moves q and k together (one parameter, its gradient the sum of both uses); the saved
+    """A tied layer's emitted queries equal its keys token for token (an untied layer's do not); the
+    optimizer sees one parameter, whose gradient is the sum of a two-copy forward's q and k gradients; the saved
     checkpoint holds q_proj and k_proj under their own names, equal, and loads back with the same
     outputs while the training model stays tied."""
     from safetensors.torch import load_file
@@ -108,7 +108,7 @@ def test_tied_layers_read_with_their_keys_train_one_weight_and_save_as_a_plain_g
     from memexp.training.words_tokenizer import train_tokenizer
 
     recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
-                             "model.num_hidden_layers=3", "stages.0.tied_qk_layers=[]"])
+                             "model.num_hidden_layers=3"])
     tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
     model = build_model(_with_vocab(recipe, tok.vocab_size))
     k_before = model.model.layers[2].attn.k_proj.weight.detach().clone()
