@@ -109,6 +109,11 @@ class TinyGDNWordsRecipe:
     embed_std: float = 0.1
     # the first `induction_layers` layers start as copy (induction) layers (see induction_init)
     induction_layers: int = 1  # the init of a tied embedding / LM head (model.tie_word_embeddings)
+    # per head of each induction layer, how many preceding tokens its copy is keyed on (1-3: the
+    # short conv's reach); [] = 1 for every head. In every UUID some token ("-", a hex letter) is
+    # followed by two different ones, so a copy keyed on one token cannot follow it; keyed on two
+    # tokens 34 % of UUIDs still have such a context, on three 1.8 % (scripts/uuid_copy_ambiguity.py)
+    induction_context: list[int] = field(default_factory=list)
     train_length: int = 1024  # tokens: no training sequence is longer
     tokenizer_examples: int = 400  # training-stream examples the tokenizer is trained on
     variant_share: float = 0.15  # share of word-valued examples (niah_words.WORD_VARIANTS)
@@ -148,6 +153,11 @@ class TinyGDNWordsRecipe:
         if not 0 <= self.induction_layers <= self.model.get("num_hidden_layers", 0):
             raise ConfigError(f"recipe.induction_layers={self.induction_layers}: allowed values are 0 to "
                               f"recipe.model.num_hidden_layers ({self.model.get('num_hidden_layers')})")
+        heads = self.model.get("num_heads", 0)
+        if self.induction_context and (len(self.induction_context) != heads
+                                       or any(n not in (1, 2, 3) for n in self.induction_context)):
+            raise ConfigError(f"recipe.induction_context={self.induction_context}: one of 1, 2, 3 per head "
+                              f"(recipe.model.num_heads = {heads}), or [] for 1 everywhere")
         layers = self.model.get("num_hidden_layers", 0)
         for i, s in enumerate(self.stages):
             tied = s.tied_qk_layers
@@ -269,7 +279,7 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
             # of std ~sqrt(hidden_size) at init, so it starts at embed_std instead
             torch.nn.init.normal_(model.model.embeddings.weight, std=recipe.embed_std,
                                   generator=torch.Generator().manual_seed(recipe.seed + 3))
-        induction_init(model, recipe.induction_layers)
+        induction_init(model, recipe.induction_layers, recipe.induction_context)
     log(f"tokenizer: {tokenizer.vocab_size} tokens")
     backbone = GDNBackbone(model, tokenizer, NAME, prefill_chunk=2048)
     stages = []
@@ -310,18 +320,30 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
 
 
 @torch.no_grad()
-def induction_init(model, layers: int) -> None:
+def induction_init(model, layers: int, context: list[int] | None = None) -> None:
     """Start the first `layers` GDN layers as induction layers: the key's short conv passes the
     previous token, the query's and value's the current one, and q_proj starts equal to k_proj.
     Position t then writes (key of token t-1 -> value of token t), and a later query for a token
     reads what followed it: copying, which from PyTorch's init these small models do not find
     in the few hundred steps this machine affords (`python scripts/bench_induction_init.py`,
-    docs/benchmarks.md). Training moves every weight from there."""
+    docs/benchmarks.md). Training moves every weight from there.
+
+    `context[h]` = n keys head h on the n tokens before t instead: its d_k dimensions split into
+    n contiguous groups, group g's key tap passes token t-1-g and its query tap token t-g, so
+    q_t . k_i sums n per-token matches and peaks where the n tokens before i are the n tokens
+    ending at t. Empty or None: n = 1 for every head."""
     for layer in model.model.layers[:layers]:
         attn = layer.attn
-        for conv, tap in ((attn.q_conv1d, -1), (attn.k_conv1d, -2), (attn.v_conv1d, -1)):
+        per_head = context or [1] * attn.c.num_heads
+        for conv in (attn.q_conv1d, attn.k_conv1d, attn.v_conv1d):
             conv.weight.zero_()
-            conv.weight[:, 0, tap] = 1.0  # the causal conv's last tap is the current token
+        attn.v_conv1d.weight[:, 0, -1] = 1.0  # the causal conv's last tap is the current token
+        for head, n in enumerate(per_head):
+            start = head * attn.c.head_dim
+            bounds = [start + attn.c.head_dim * g // n for g in range(n + 1)]
+            for g in range(n):
+                attn.q_conv1d.weight[bounds[g]:bounds[g + 1], 0, -1 - g] = 1.0
+                attn.k_conv1d.weight[bounds[g]:bounds[g + 1], 0, -2 - g] = 1.0
         attn.q_proj.weight.copy_(attn.k_proj.weight)
 
 

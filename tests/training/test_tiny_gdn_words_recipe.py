@@ -66,6 +66,32 @@ def test_induction_init_makes_a_tokens_query_match_the_key_written_after_it():
         assert torch.allclose(k[:, 1:], q[:, :-1]) == induced
 
 
+def test_induction_context_keys_each_head_on_its_number_of_preceding_tokens():
+    """With induction_context [1, 2, 3], head h's query at t equals its key at i (before the feature
+    map) exactly when the n_h tokens ending at t are the n_h tokens before i: here t = 7, i = 4, and
+    the sequence repeats 1, 2 or 3 of the tokens 1-3 at 5-7."""
+    from types import SimpleNamespace
+
+    from memexp.backbones.ops.short_conv import short_conv
+    from memexp.training.tiny_gdn import build_model
+    from memexp.training.tiny_gdn_words import induction_init
+
+    conf = {"hidden_size": 32, "num_hidden_layers": 1, "num_heads": 3, "head_dim": 6, "vocab_size": 50}
+    model = build_model(SimpleNamespace(model=conf, seed=0, init="torch", decay_min=1e-4, decay_max=1e-3,
+                                        conv_init=0.5))
+    induction_init(model, 1, [1, 2, 3])
+    attn = model.model.layers[0].attn
+    for repeated in (1, 2, 3):
+        x = torch.randn(1, 9, 32, generator=torch.Generator().manual_seed(repeated))
+        x[0, 8 - repeated : 8] = x[0, 4 - repeated : 4]  # x7 = x3, then x6 = x2, then x5 = x1
+        q, _ = short_conv(attn.q_proj(x), attn.q_conv1d.weight, activation=None)
+        k, _ = short_conv(attn.k_proj(x), attn.k_conv1d.weight, activation=None)
+        q7, k4 = q[0, 7].view(3, 6), k[0, 4].view(3, 6)
+        assert [torch.allclose(q7[h], k4[h]) for h in range(3)] == [n <= repeated for n in (1, 2, 3)]
+    v, _ = short_conv(attn.v_proj(x), attn.v_conv1d.weight, activation=None)
+    assert torch.allclose(v, attn.v_proj(x))  # the value is the current token in every head
+
+
 def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_lm_loss():
     """`batch`'s question mask selects the positions predicting RULER's prompt tokens (re-encoded
     here from the sample), and question_weight w adds w x their mean NLL, computed here from the
@@ -158,6 +184,8 @@ def test_tied_layers_read_with_their_keys_train_one_weight_and_save_as_a_plain_g
     ("bogus=1", "recipe.bogus"),
     ("stages.0.form=replay", "recipe.stages.0.form"),
     ("induction_layers=9", "recipe.induction_layers"),
+    ("induction_context=[1,2]", "recipe.induction_context"),  # 4 heads
+    ("induction_context=[1,2,4,1]", "recipe.induction_context"),  # beyond the short conv's reach
     ("embed_std=0", "recipe.embed_std"),
     ("stages.0.question_weight=-1", "recipe.stages.0.question_weight"),
     ("stages.1.tied_qk_layers=[4]", "recipe.stages.1.tied_qk_layers"),
