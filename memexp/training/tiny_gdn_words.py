@@ -114,6 +114,11 @@ class TinyGDNWordsRecipe:
     # followed by two different ones, so a copy keyed on one token cannot follow it; keyed on two
     # tokens 34 % of UUIDs still have such a context, on three 1.8 % (scripts/uuid_copy_ambiguity.py)
     induction_context: list[int] = field(default_factory=list)
+    # the last `carrier_heads` heads of each induction layer start as carriers instead of copies
+    # (see induction_init): they pass the 3 tokens before t on to t, so that a later layer's 4-token
+    # conv reaches a needle's key word from its value ("X is: V") and the question's ("X mentioned
+    # in the provided text is"), the reach a key-conditioned read needs
+    carrier_heads: int = 0
     train_length: int = 1024  # tokens: no training sequence is longer
     tokenizer_examples: int = 400  # training-stream examples the tokenizer is trained on
     variant_share: float = 0.15  # share of word-valued examples (niah_words.WORD_VARIANTS)
@@ -158,6 +163,9 @@ class TinyGDNWordsRecipe:
                                        or any(n not in (1, 2, 3) for n in self.induction_context)):
             raise ConfigError(f"recipe.induction_context={self.induction_context}: one of 1, 2, 3 per head "
                               f"(recipe.model.num_heads = {heads}), or [] for 1 everywhere")
+        if not 0 <= self.carrier_heads <= heads:
+            raise ConfigError(f"recipe.carrier_heads={self.carrier_heads}: allowed values are 0 to "
+                              f"recipe.model.num_heads ({heads})")
         layers = self.model.get("num_hidden_layers", 0)
         for i, s in enumerate(self.stages):
             tied = s.tied_qk_layers
@@ -279,7 +287,7 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
             # of std ~sqrt(hidden_size) at init, so it starts at embed_std instead
             torch.nn.init.normal_(model.model.embeddings.weight, std=recipe.embed_std,
                                   generator=torch.Generator().manual_seed(recipe.seed + 3))
-        induction_init(model, recipe.induction_layers, recipe.induction_context)
+        induction_init(model, recipe.induction_layers, recipe.induction_context, recipe.carrier_heads)
     log(f"tokenizer: {tokenizer.vocab_size} tokens")
     backbone = GDNBackbone(model, tokenizer, NAME, prefill_chunk=2048)
     stages = []
@@ -320,7 +328,7 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
 
 
 @torch.no_grad()
-def induction_init(model, layers: int, context: list[int] | None = None) -> None:
+def induction_init(model, layers: int, context: list[int] | None = None, carriers: int = 0) -> None:
     """Start the first `layers` GDN layers as induction layers: the key's short conv passes the
     previous token, the query's and value's the current one, and q_proj starts equal to k_proj.
     Position t then writes (key of token t-1 -> value of token t), and a later query for a token
@@ -331,7 +339,12 @@ def induction_init(model, layers: int, context: list[int] | None = None) -> None
     `context[h]` = n keys head h on the n tokens before t instead: its d_k dimensions split into
     n contiguous groups, group g's key tap passes token t-1-g and its query tap token t-g, so
     q_t . k_i sums n per-token matches and peaks where the n tokens before i are the n tokens
-    ending at t. Empty or None: n = 1 for every head."""
+    ending at t. Empty or None: n = 1 for every head.
+
+    The last `carriers` heads start as carriers: query and key both the current token, the value
+    the sum of the 3 tokens before it. Each token's query meets its own key (q_t . k_t = 1 with
+    q_proj = k_proj), so the head's output at t holds the tokens t-1..t-3 (plus what earlier
+    occurrences of token t wrote), and the next layer's conv over t-3..t sees back to t-6."""
     for layer in model.model.layers[:layers]:
         attn = layer.attn
         per_head = context or [1] * attn.c.num_heads
@@ -344,6 +357,15 @@ def induction_init(model, layers: int, context: list[int] | None = None) -> None
             for g in range(n):
                 attn.q_conv1d.weight[bounds[g]:bounds[g + 1], 0, -1 - g] = 1.0
                 attn.k_conv1d.weight[bounds[g]:bounds[g + 1], 0, -2 - g] = 1.0
+        for head in range(attn.c.num_heads - carriers, attn.c.num_heads):
+            keys = slice(head * attn.c.head_dim, (head + 1) * attn.c.head_dim)
+            values = slice(head * attn.c.head_v_dim, (head + 1) * attn.c.head_v_dim)
+            attn.q_conv1d.weight[keys] = 0.0
+            attn.k_conv1d.weight[keys] = 0.0
+            attn.v_conv1d.weight[values] = 0.0
+            attn.q_conv1d.weight[keys, 0, -1] = 1.0
+            attn.k_conv1d.weight[keys, 0, -1] = 1.0
+            attn.v_conv1d.weight[values, 0, :-1] = 1.0
         attn.q_proj.weight.copy_(attn.k_proj.weight)
 
 

@@ -92,6 +92,35 @@ def test_induction_context_keys_each_head_on_its_number_of_preceding_tokens():
     assert torch.allclose(v, attn.v_proj(x))  # the value is the current token in every head
 
 
+def test_carrier_heads_meet_their_own_key_and_carry_the_three_tokens_before():
+    """With carrier_heads = 1 of 2, the last head's query at every t equals its key at t (before the
+    feature map), and its value at t is v_proj of tokens t-1, t-2, t-3 summed (zero padding before
+    the start); the first head stays a copy head (key at t = query at t - 1)."""
+    from types import SimpleNamespace
+
+    from memexp.backbones.ops.short_conv import short_conv
+    from memexp.training.tiny_gdn import build_model
+    from memexp.training.tiny_gdn_words import induction_init
+
+    conf = {"hidden_size": 32, "num_hidden_layers": 1, "num_heads": 2, "head_dim": 8, "vocab_size": 50}
+    model = build_model(SimpleNamespace(model=conf, seed=0, init="torch", decay_min=1e-4, decay_max=1e-3,
+                                        conv_init=0.5))
+    induction_init(model, 1, None, 1)
+    attn = model.model.layers[0].attn
+    x = torch.randn(1, 7, 32, generator=torch.Generator().manual_seed(0))
+    q, _ = short_conv(attn.q_proj(x), attn.q_conv1d.weight, activation=None)
+    k, _ = short_conv(attn.k_proj(x), attn.k_conv1d.weight, activation=None)
+    v, _ = short_conv(attn.v_proj(x), attn.v_conv1d.weight, activation=None)
+    assert torch.allclose(q[..., 8:], k[..., 8:]) and not torch.allclose(q[..., :8], k[..., :8])
+    assert torch.allclose(k[:, 1:, :8], q[:, :-1, :8])
+    dv = attn.c.head_v_dim
+    projected = attn.v_proj(x)[0, :, dv:]
+    for t in range(7):
+        expected = sum(projected[s] for s in range(max(0, t - 3), t)) if t else torch.zeros(dv)
+        assert torch.allclose(v[0, t, dv:], expected, atol=1e-6), t
+    assert torch.allclose(v[0, :, :dv], attn.v_proj(x)[0, :, :dv])
+
+
 def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_lm_loss():
     """`batch`'s question mask selects the positions predicting RULER's prompt tokens (re-encoded
     here from the sample), and question_weight w adds w x their mean NLL, computed here from the
@@ -186,6 +215,7 @@ def test_tied_layers_read_with_their_keys_train_one_weight_and_save_as_a_plain_g
     ("induction_layers=9", "recipe.induction_layers"),
     ("induction_context=[1,2]", "recipe.induction_context"),  # 4 heads
     ("induction_context=[1,2,4,1]", "recipe.induction_context"),  # beyond the short conv's reach
+    ("carrier_heads=5", "recipe.carrier_heads"),  # 4 heads
     ("embed_std=0", "recipe.embed_std"),
     ("stages.0.question_weight=-1", "recipe.stages.0.question_weight"),
     ("stages.1.tied_qk_layers=[4]", "recipe.stages.1.tied_qk_layers"),
