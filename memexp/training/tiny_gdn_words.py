@@ -109,14 +109,14 @@ class TinyGDNWordsRecipe:
     embed_std: float = 0.1
     # the first `induction_layers` layers start as copy (induction) layers (see induction_init)
     induction_layers: int = 1  # the init of a tied embedding / LM head (model.tie_word_embeddings)
-    # per head of each induction layer, how many preceding tokens its copy is keyed on (1-3: the
-    # short conv's reach); [] = 1 for every head. In every UUID some token ("-", a hex letter) is
+    # per head of each induction layer, how many preceding tokens its copy is keyed on (1 to
+    # model.conv_size - 1, the short conv's reach: 3 at FLA's default); [] = 1 for every head. In every UUID some token ("-", a hex letter) is
     # followed by two different ones, so a copy keyed on one token cannot follow it; keyed on two
     # tokens 34 % of UUIDs still have such a context, on three 1.8 % (scripts/uuid_copy_ambiguity.py)
     induction_context: list[int] = field(default_factory=list)
     # the last `carrier_heads` heads of each induction layer start as carriers instead of copies
-    # (see induction_init): they pass the 3 tokens before t on to t, so that a later layer's 4-token
-    # conv reaches a needle's key word from its value ("X is: V") and the question's ("X mentioned
+    # (see induction_init): they pass the conv_size - 1 tokens before t on to t, so that a later
+    # layer's conv reaches a needle's key word from its value ("X is: V") and the question's ("X mentioned
     # in the provided text is"), the reach a key-conditioned read needs
     carrier_heads: int = 0
     train_length: int = 1024  # tokens: no training sequence is longer
@@ -159,10 +159,12 @@ class TinyGDNWordsRecipe:
             raise ConfigError(f"recipe.induction_layers={self.induction_layers}: allowed values are 0 to "
                               f"recipe.model.num_hidden_layers ({self.model.get('num_hidden_layers')})")
         heads = self.model.get("num_heads", 0)
+        reach = self.model.get("conv_size", 4) - 1  # FLA's default short conv has 4 taps
         if self.induction_context and (len(self.induction_context) != heads
-                                       or any(n not in (1, 2, 3) for n in self.induction_context)):
-            raise ConfigError(f"recipe.induction_context={self.induction_context}: one of 1, 2, 3 per head "
-                              f"(recipe.model.num_heads = {heads}), or [] for 1 everywhere")
+                                       or any(not 1 <= n <= reach for n in self.induction_context)):
+            raise ConfigError(f"recipe.induction_context={self.induction_context}: one of 1 to {reach} "
+                              f"(recipe.model.conv_size - 1) per head (recipe.model.num_heads = {heads}), "
+                              f"or [] for 1 everywhere")
         if not 0 <= self.carrier_heads <= heads:
             raise ConfigError(f"recipe.carrier_heads={self.carrier_heads}: allowed values are 0 to "
                               f"recipe.model.num_heads ({heads})")
@@ -342,9 +344,10 @@ def induction_init(model, layers: int, context: list[int] | None = None, carrier
     ending at t. Empty or None: n = 1 for every head.
 
     The last `carriers` heads start as carriers: query and key both the current token, the value
-    the sum of the 3 tokens before it. Each token's query meets its own key (q_t . k_t = 1 with
-    q_proj = k_proj), so the head's output at t holds the tokens t-1..t-3 (plus what earlier
-    occurrences of token t wrote), and the next layer's conv over t-3..t sees back to t-6."""
+    the sum of the c - 1 tokens before it (c = conv_size, 4 by default). Each token's query meets
+    its own key (q_t . k_t = 1 with q_proj = k_proj), so the head's output at t holds the tokens
+    t-1..t-c+1 (plus what earlier occurrences of token t wrote), and the next layer's conv over
+    t-c+1..t sees back to t-2c+2 (t-6 at c = 4)."""
     for layer in model.model.layers[:layers]:
         attn = layer.attn
         per_head = context or [1] * attn.c.num_heads

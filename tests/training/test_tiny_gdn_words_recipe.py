@@ -227,6 +227,16 @@ def test_a_wrong_value_names_its_field(override, field):
         load_recipe(["recipe=tiny_gdn_words", override])
 
 
+def test_induction_context_reaches_as_far_as_the_short_conv():
+    """n taps back needs a conv of n + 1 taps: [1, 2, 4, 5] is allowed with model.conv_size = 6 and
+    refused with the default 4 or with 5 (its error names the field and the reach)."""
+    recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.conv_size=6", "induction_context=[1,2,4,5]"])
+    assert recipe.induction_context == [1, 2, 4, 5]
+    for conv in ("4", "5"):
+        with pytest.raises(ConfigError, match=rf"recipe\.induction_context=.*1 to {int(conv) - 1}"):
+            load_recipe(["recipe=tiny_gdn_words", f"model.conv_size={conv}", "induction_context=[1,2,4,5]"])
+
+
 def test_the_keys_tied_attempts_stages_file_loads_as_its_header_says():
     """docs/experiments/tiny_gdn_words_keys_tied_stages.yaml (docs/benchmarks.md) is the stage list its
     header's command passes: it validates, ties layers 1-3 from the first stage, and names the
