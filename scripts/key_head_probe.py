@@ -1,0 +1,102 @@
+"""A tiny_gdn_words checkpoint with one hand-wired key-conditioned copy head, to fine-tune and probe.
+
+Every attempt to teach tiny_gdn_words to read by key failed (docs/benchmarks.md): on
+niah_multikey_1 its answers are some needle's value, the asked one at chance. This separates
+"cannot learn the read" from "the read would not be enough": it writes a copy of a checkpoint
+whose short convs are widened to `--conv-size` taps (zeros on the new, older taps, so the model
+computes exactly what it did) and whose layer `--layer`, head `--head` is rewired as a copy keyed
+on two tokens: half of its key dimensions on the token before t (as the induction init), half on
+the token `--key-offset` before t; its query the same halves on t and on `--query-offset` before t.
+With the shipped tokenizer, RULER's needle "... for weak - harp ▁is : ▁ 613 ..." puts the key's
+last word 4 tokens before the value's first, and the answer prefix "... for weak - harp ▁mentioned
+▁in ▁the ▁provided ▁text ▁is" puts it 7 before the "▁" that reads the value: the defaults. So
+this wires RULER's template into one head on purpose; it is a probe, not a recipe.
+
+    python scripts/key_head_probe.py --out outputs/train/tiny_gdn_words/keyhead
+    OMP_WAIT_POLICY=PASSIVE python -m memexp train recipe=tiny_gdn_words init_from=outputs/train/tiny_gdn_words/keyhead \\
+        output=outputs/train/tiny_gdn_words/keyhead_tuned "stages=[{name: tune, steps: 300, batch_size: 8, lr: 1.0e-3, \\
+        min_tokens: 128, max_tokens: 1024}]"
+
+`--head -1` writes the widened checkpoint alone (the control).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from memexp.config import ASSETS_DIR
+
+CONVS = ("q_conv1d", "k_conv1d", "v_conv1d")
+
+
+def widen_convs(weights: dict[str, torch.Tensor], conv_size: int) -> dict[str, torch.Tensor]:
+    """The short convs' weights [C, 1, c] padded to [C, 1, conv_size] with zeros on the oldest taps
+    (the last tap stays the current token), so every output is unchanged."""
+    out = dict(weights)
+    for name, w in weights.items():
+        if name.rsplit(".", 2)[-2] in CONVS:
+            if w.shape[-1] > conv_size:
+                raise ValueError(f"{name}: {w.shape[-1]} taps, more than --conv-size {conv_size}")
+            out[name] = F.pad(w, (conv_size - w.shape[-1], 0))
+    return out
+
+
+def wire_key_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_dim: int,
+                  key_offset: int, query_offset: int) -> None:
+    """Rewire one head in place: key dims [0, d/2) on token t-1 and [d/2, d) on t-key_offset; query
+    dims on t and t-query_offset; value the current token; the head's q_proj rows set to its
+    k_proj rows, so a query meets the key written where the same two tokens stood."""
+    prefix = f"model.layers.{layer}.attn."
+    half, rows = head_dim // 2, slice(head * head_dim, (head + 1) * head_dim)
+    q, k = weights[prefix + "q_conv1d.weight"], weights[prefix + "k_conv1d.weight"]
+    taps = q.shape[-1]
+    if max(key_offset, query_offset) >= taps:
+        raise ValueError(f"offsets {key_offset}, {query_offset} need more than the conv's {taps} taps")
+    for w in (q, k):
+        w[rows] = 0.0
+    start = head * head_dim
+    q[start:start + half, 0, -1] = 1.0
+    k[start:start + half, 0, -2] = 1.0
+    q[start + half:start + head_dim, 0, -1 - query_offset] = 1.0
+    k[start + half:start + head_dim, 0, -1 - key_offset] = 1.0
+    v = weights[prefix + "v_conv1d.weight"]
+    head_v = v.shape[0] // (q.shape[0] // head_dim)
+    values = slice(head * head_v, (head + 1) * head_v)
+    v[values] = 0.0
+    v[values, 0, -1] = 1.0
+    weights[prefix + "q_proj.weight"][rows] = weights[prefix + "k_proj.weight"][rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path, default=ASSETS_DIR / "tiny_gdn_words")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--conv-size", type=int, default=8)
+    parser.add_argument("--layer", type=int, default=0)
+    parser.add_argument("--head", type=int, default=3, help="-1: widen only (the control)")
+    parser.add_argument("--key-offset", type=int, default=4)
+    parser.add_argument("--query-offset", type=int, default=7)
+    args = parser.parse_args()
+    config = json.loads((args.checkpoint / "config.json").read_text())
+    weights = widen_convs(load_file(str(args.checkpoint / "model.safetensors")), args.conv_size)
+    if args.head >= 0:
+        wire_key_head(weights, args.layer, args.head, config["head_dim"], args.key_offset, args.query_offset)
+    args.out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(args.out / "model.safetensors"))
+    (args.out / "config.json").write_text(json.dumps({**config, "conv_size": args.conv_size}, indent=2) + "\n")
+    for name in ("tokenizer.json", "tokenizer_config.json", "recipe.json"):
+        shutil.copy(args.checkpoint / name, args.out / name)
+    print(f"wrote {args.out}: conv_size {args.conv_size}, "
+          + (f"layer {args.layer} head {args.head} keyed on t-1 and t-{args.key_offset}, "
+             f"read on t and t-{args.query_offset}" if args.head >= 0 else "no head rewired"))
+
+
+if __name__ == "__main__":
+    main()

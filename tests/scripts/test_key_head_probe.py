@@ -1,0 +1,57 @@
+"""scripts/key_head_probe.py: widening the convs changes nothing; the wired head matches by hand."""
+
+import json
+
+import torch
+from safetensors.torch import load_file
+
+from memexp.config import ASSETS_DIR
+from script_module import load_script
+
+SHIPPED = ASSETS_DIR / "tiny_gdn_words"
+
+
+def test_widened_convs_give_the_shipped_models_logits(tmp_path):
+    """The shipped checkpoint and its copy with 8-tap convs (zeros on the new taps) give the same
+    logits on a random sequence, loaded through memexp's own loader."""
+    import shutil
+
+    from safetensors.torch import save_file
+
+    from memexp.backbones import load_backbone
+
+    probe = load_script("key_head_probe")
+    save_file(probe.widen_convs(load_file(str(SHIPPED / "model.safetensors")), 8), str(tmp_path / "model.safetensors"))
+    config = json.loads((SHIPPED / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "conv_size": 8}))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(SHIPPED / name, tmp_path / name)
+    ids = torch.randint(0, config["vocab_size"], (1, 40), generator=torch.Generator().manual_seed(0))
+    logits = []
+    for path in (SHIPPED, tmp_path):
+        backbone = load_backbone({"name": "tiny_gdn_words", "arch": "gdn", "pretrained": str(path),
+                                  "device": "cpu", "dtype": "float32"})
+        assert backbone.model.model.layers[0].attn.k_conv1d.weight.shape[-1] == (4 if path == SHIPPED else 8)
+        logits.append(backbone.forward(backbone.init_state(), ids))
+    assert torch.allclose(logits[0], logits[1], atol=1e-5)
+
+
+def test_the_wired_head_reads_where_its_two_tokens_stood():
+    """Head 1 of 2 (head_dim 4, conv 6 taps), key offset 3, query offset 5: its key convs' nonzero
+    taps are t-1 (first half) and t-3 (second half), its query's t and t-5; head 0 is untouched;
+    the head's q_proj rows become its k_proj rows; its value passes the current token."""
+    probe = load_script("key_head_probe")
+    g = torch.Generator().manual_seed(0)
+    weights = {f"model.layers.0.attn.{n}.weight": torch.randn(8, 1, 6, generator=g) for n in probe.CONVS}
+    weights |= {f"model.layers.0.attn.{n}_proj.weight": torch.randn(8, 8, generator=g) for n in "qk"}
+    before = {k: v.clone() for k, v in weights.items()}
+    probe.wire_key_head(weights, layer=0, head=1, head_dim=4, key_offset=3, query_offset=5)
+    q, k, v = (weights[f"model.layers.0.attn.{n}.weight"][4:, 0] for n in probe.CONVS)
+    # taps run oldest (t-5) to current (t)
+    assert q.tolist() == [[0, 0, 0, 0, 0, 1]] * 2 + [[1, 0, 0, 0, 0, 0]] * 2
+    assert k.tolist() == [[0, 0, 0, 0, 1, 0]] * 2 + [[0, 0, 1, 0, 0, 0]] * 2
+    assert v.tolist() == [[0, 0, 0, 0, 0, 1]] * 4
+    for n in probe.CONVS:
+        assert torch.equal(weights[f"model.layers.0.attn.{n}.weight"][:4], before[f"model.layers.0.attn.{n}.weight"][:4])
+    assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][4:], before["model.layers.0.attn.k_proj.weight"][4:])
+    assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][:4], before["model.layers.0.attn.q_proj.weight"][:4])
