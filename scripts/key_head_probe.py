@@ -17,7 +17,13 @@ this wires RULER's template into one head on purpose; it is a probe, not a recip
         output=outputs/train/tiny_gdn_words/keyhead_tuned "stages=[{name: tune, steps: 300, batch_size: 8, lr: 1.0e-3, \\
         min_tokens: 128, max_tokens: 1024}]"
 
-`--head -1` writes the widened checkpoint alone (the control).
+`--head -1` writes the widened checkpoint alone (the control). `--measure CHECKPOINT` reads instead:
+for niah_multikey_1 questions at 1K (validation seed 8 by default), each head of `--layer` scores
+the needles' value positions with its read query (the "▁" that starts the answer) against the key
+written there, and it prints how often the asked needle scores highest and the median margin
+(asked minus the best other; the scores are cosines, as GDN's keys and queries are l2-normalised):
+
+    python scripts/key_head_probe.py --measure outputs/train/tiny_gdn_words/keyhead
 """
 
 from __future__ import annotations
@@ -74,16 +80,74 @@ def wire_key_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_
     weights[prefix + "q_proj.weight"][rows] = weights[prefix + "k_proj.weight"][rows]
 
 
+def needle_scores(keys: torch.Tensor, read: torch.Tensor, positions: list[int]) -> torch.Tensor:
+    """keys [T, H, K] and the read query [H, K] of one layer -> [H, len(positions)] dot products."""
+    return torch.einsum("phk,hk->hp", keys[positions], read)
+
+
+def asked_rank(scores: torch.Tensor, asked: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """scores [H, N], the asked needle's column -> (per head, whether it scores highest; its
+    margin over the best other needle)."""
+    others = torch.cat([scores[:, :asked], scores[:, asked + 1:]], dim=1)
+    best_other = others.max(dim=1).values
+    return scores[:, asked] > best_other, scores[:, asked] - best_other
+
+
+def measure(checkpoint: Path, layer: int, seed: int, samples: int) -> None:
+    from memexp.app import load_config
+    from memexp.backbones import load_backbone
+    from memexp.benchmarks import build_benchmark
+
+    cfg = load_config(["experiment=tiny_gdn_words_lengths", "method=plain", f"bench.seed={seed}",
+                       "bench.lengths=[1024]", f"bench.num_samples={samples}", "bench.tasks=[niah_multikey_1]",
+                       f"backbone.pretrained={checkpoint.resolve()}"])
+    backbone = load_backbone(cfg.backbone)
+    tok = backbone.tokenizer
+    attn = backbone.model.model.layers[layer].attn
+    captured = {}
+    forward = attn.forward
+    attn.forward = lambda x, state, window, emit=None: forward(
+        x, state, window, emit=lambda k, q: captured.update(k=k, q=q))
+    # the needle's "... is: ▁" before its value, and the "▁" a model emits first when it answers
+    before_value = tok.encode(" is: 1")[:3]
+    wins, margins = torch.zeros(attn.c.num_heads), []
+    for example in build_benchmark(cfg.bench).examples(tok):
+        question = example.questions[0]
+        ids = list(tok.encode(example.context + question.prompt)) + [before_value[-1]]
+        with torch.no_grad():
+            backbone.forward(backbone.init_state(), torch.tensor([ids]))
+        positions = [t for t in range(3, len(ids)) if ids[t - 3:t] == before_value]
+        asked = [i for i, t in enumerate(positions)
+                 if tok.decode(ids[t:t + 4]).replace(" ", "").startswith(question.references[0])]
+        if len(asked) != 1:
+            raise RuntimeError(f"{question.id}: the asked needle's value not found once among {len(positions)}")
+        won, margin = asked_rank(needle_scores(captured["k"], captured["q"][-1], positions), asked[0])
+        wins += won.float()
+        margins.append(margin)
+    median = torch.stack(margins).median(dim=0).values
+    for head in range(attn.c.num_heads):
+        print(f"layer {layer} head {head}: the asked needle scores highest for {int(wins[head])} of "
+              f"{len(margins)} questions; median margin {median[head]:+.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, default=ASSETS_DIR / "tiny_gdn_words")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, help="where to write the probe checkpoint")
+    parser.add_argument("--measure", type=Path, help="a checkpoint to measure instead")
+    parser.add_argument("--seed", type=int, default=8, help="RULER seed of --measure (a validation seed)")
+    parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--conv-size", type=int, default=8)
     parser.add_argument("--layer", type=int, default=0)
     parser.add_argument("--head", type=int, default=3, help="-1: widen only (the control)")
     parser.add_argument("--key-offset", type=int, default=4)
     parser.add_argument("--query-offset", type=int, default=7)
     args = parser.parse_args()
+    if args.measure:
+        measure(args.measure, args.layer, args.seed, args.samples)
+        return
+    if not args.out:
+        parser.error("--out is required unless --measure is given")
     config = json.loads((args.checkpoint / "config.json").read_text())
     weights = widen_convs(load_file(str(args.checkpoint / "model.safetensors")), args.conv_size)
     if args.head >= 0:

@@ -55,3 +55,19 @@ def test_the_wired_head_reads_where_its_two_tokens_stood():
         assert torch.equal(weights[f"model.layers.0.attn.{n}.weight"][:4], before[f"model.layers.0.attn.{n}.weight"][:4])
     assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][4:], before["model.layers.0.attn.k_proj.weight"][4:])
     assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][:4], before["model.layers.0.attn.q_proj.weight"][:4])
+
+
+def test_needle_scores_and_the_asked_needles_rank_by_hand():
+    """Two heads, three needle positions (0, 2, 4): head 0's read meets only position 2's key,
+    head 1's only position 4's; with the asked needle the second (position 2), head 0 ranks it
+    first by a margin of 1 and head 1 last-but-tied, 1 behind."""
+    probe = load_script("key_head_probe")
+    keys = torch.zeros(6, 2, 2)
+    keys[0] = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    keys[2] = torch.tensor([[0.0, 1.0], [0.5, 0.0]])
+    keys[4] = torch.tensor([[0.5, 0.0], [0.0, 1.0]])
+    read = torch.tensor([[0.0, 1.0], [0.0, 1.0]])
+    scores = probe.needle_scores(keys, read, [0, 2, 4])
+    assert scores.tolist() == [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    won, margin = probe.asked_rank(scores, asked=1)
+    assert won.tolist() == [True, False] and margin.tolist() == [1.0, -1.0]
