@@ -37,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
+from memexp.backbones.ops.norms import rms_norm
 from memexp.config import ASSETS_DIR
 
 CONVS = ("q_conv1d", "k_conv1d", "v_conv1d")
@@ -78,6 +79,24 @@ def wire_key_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_
     v[values] = 0.0
     v[values, 0, -1] = 1.0
     weights[prefix + "q_proj.weight"][rows] = weights[prefix + "k_proj.weight"][rows]
+
+
+def decorrelate_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_dim: int, eps: float,
+                     scale: float = 3.0, seed: int = 0) -> None:
+    """Give one head's k_proj (and q_proj, equal) rows a random projection orthogonal to the mean
+    direction of the layer's normalised input embeddings, scaled so its outputs over the
+    vocabulary have std `scale`. The trained rows of the shipped model project every word onto
+    nearly the same direction (the mean carries about half of the embeddings' squared norm), so
+    keys of different words start near-parallel; these start near-orthogonal (before the SiLU)."""
+    prefix = f"model.layers.{layer}.attn."
+    x = rms_norm(weights["model.embeddings.weight"], weights[f"model.layers.{layer}.attn_norm.weight"], eps)
+    mean = F.normalize(x.mean(0), dim=0)
+    r = torch.randn(head_dim, x.shape[1], generator=torch.Generator().manual_seed(seed))
+    r = r - (r @ mean)[:, None] * mean[None]
+    r = r * scale / (x @ r.T).std()
+    rows = slice(head * head_dim, (head + 1) * head_dim)
+    weights[prefix + "k_proj.weight"][rows] = r
+    weights[prefix + "q_proj.weight"][rows] = r
 
 
 def needle_scores(keys: torch.Tensor, read: torch.Tensor, positions: list[int]) -> torch.Tensor:
@@ -142,6 +161,8 @@ def main() -> None:
     parser.add_argument("--head", type=int, default=3, help="-1: widen only (the control)")
     parser.add_argument("--key-offset", type=int, default=4)
     parser.add_argument("--query-offset", type=int, default=7)
+    parser.add_argument("--decorrelate", action="store_true",
+                        help="also give the head near-orthogonal keys for different words (decorrelate_head)")
     args = parser.parse_args()
     if args.measure:
         measure(args.measure, args.layer, args.seed, args.samples)
@@ -152,6 +173,8 @@ def main() -> None:
     weights = widen_convs(load_file(str(args.checkpoint / "model.safetensors")), args.conv_size)
     if args.head >= 0:
         wire_key_head(weights, args.layer, args.head, config["head_dim"], args.key_offset, args.query_offset)
+        if args.decorrelate:
+            decorrelate_head(weights, args.layer, args.head, config["head_dim"], config["norm_eps"])
     args.out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(args.out / "model.safetensors"))
     (args.out / "config.json").write_text(json.dumps({**config, "conv_size": args.conv_size}, indent=2) + "\n")

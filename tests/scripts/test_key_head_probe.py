@@ -3,6 +3,7 @@
 import json
 
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from memexp.config import ASSETS_DIR
@@ -71,3 +72,31 @@ def test_needle_scores_and_the_asked_needles_rank_by_hand():
     assert scores.tolist() == [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     won, margin = probe.asked_rank(scores, asked=1)
     assert won.tolist() == [True, False] and margin.tolist() == [1.0, -1.0]
+
+
+def test_decorrelated_head_ignores_the_shared_direction_and_leaves_the_others():
+    """Embeddings that share one direction (a constant offset on every word): after
+    decorrelate_head, head 1's k_proj rows send that direction to zero, its q_proj rows equal
+    them, its outputs over the vocabulary have std `scale`, and head 0's rows are untouched."""
+    probe = load_script("key_head_probe")
+    g = torch.Generator().manual_seed(0)
+    shared = torch.randn(8, generator=g)
+    embeddings = 0.1 * torch.randn(50, 8, generator=g) + shared
+    weights = {"model.embeddings.weight": embeddings, "model.layers.0.attn_norm.weight": torch.ones(8),
+               "model.layers.0.attn.k_proj.weight": torch.randn(8, 8, generator=g),
+               "model.layers.0.attn.q_proj.weight": torch.randn(8, 8, generator=g)}
+    before = {k: v.clone() for k, v in weights.items()}
+    probe.decorrelate_head(weights, layer=0, head=1, head_dim=4, eps=1e-6, scale=3.0)
+    k = weights["model.layers.0.attn.k_proj.weight"]
+    x = embeddings / embeddings.pow(2).mean(-1, keepdim=True).sqrt()  # RMSNorm with unit weight
+    mean = x.mean(0)
+    assert torch.allclose(k[4:] @ mean, torch.zeros(4), atol=1e-4)
+    assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][4:], k[4:])
+    assert abs((x @ k[4:].T).std().item() - 3.0) < 1e-3
+    for name in ("k_proj", "q_proj"):
+        key = f"model.layers.0.attn.{name}.weight"
+        assert torch.equal(weights[key][:4], before[key][:4])
+    # the words' own differences survive: their keys are far from parallel, unlike the raw rows'
+    cosine = lambda f: (F.normalize(f, dim=-1) @ F.normalize(f, dim=-1).T)[~torch.eye(50, dtype=torch.bool)].mean()
+    assert cosine(x @ before["model.layers.0.attn.k_proj.weight"][4:].T) > 0.9
+    assert cosine(x @ k[4:].T).abs() < 0.2
