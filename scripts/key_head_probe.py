@@ -17,6 +17,7 @@ this wires RULER's template into one head on purpose; it is a probe, not a recip
         output=outputs/train/tiny_gdn_words/keyhead_tuned "stages=[{name: tune, steps: 300, batch_size: 8, lr: 1.0e-3, \\
         min_tokens: 128, max_tokens: 1024}]"
 
+`--decorrelate` also gives that head near-orthogonal keys for different words (decorrelate_head);
 `--head -1` writes the widened checkpoint alone (the control). `--measure CHECKPOINT` reads instead:
 for niah_multikey_1 questions at 1K (validation seed 8 by default), each head of `--layer` scores
 the needles' value positions with its read query (the "▁" that starts the answer) against the key
