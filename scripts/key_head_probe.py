@@ -136,6 +136,8 @@ def measure(checkpoint: Path, layer: int, seed: int, samples: int) -> None:
         ids = list(tok.encode(example.context + question.prompt)) + [before_value[-1]]
         with torch.no_grad():
             backbone.forward(backbone.init_state(), torch.tensor([ids]))
+        if captured["k"].shape[0] != len(ids):  # one layer call must have seen the whole prompt
+            raise RuntimeError(f"{question.id}: the layer ran in pieces; the probe reads one pass")
         positions = [t for t in range(3, len(ids)) if ids[t - 3:t] == before_value]
         asked = [i for i, t in enumerate(positions)
                  if tok.decode(ids[t:t + 4]).replace(" ", "").startswith(question.references[0])]
