@@ -83,12 +83,13 @@ def wire_key_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_
 
 
 def decorrelate_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_dim: int, eps: float,
-                     scale: float = 3.0, seed: int = 0) -> None:
+                     scale: float = 3.0, seed: int = 0) -> float:
     """Give one head's k_proj (and q_proj, equal) rows a random projection orthogonal to the mean
     direction of the layer's normalised input embeddings, scaled so its outputs over the
     vocabulary have std `scale`. The trained rows of the shipped model project every word onto
     nearly the same direction (the mean carries about half of the embeddings' squared norm), so
-    keys of different words start near-parallel; these start near-orthogonal (before the SiLU)."""
+    keys of different words start near-parallel; these start near-orthogonal (before the SiLU).
+    Returns the mean direction's share of the normalised embeddings' squared norm."""
     prefix = f"model.layers.{layer}.attn."
     x = rms_norm(weights["model.embeddings.weight"], weights[f"model.layers.{layer}.attn_norm.weight"], eps)
     mean = F.normalize(x.mean(0), dim=0)
@@ -98,6 +99,7 @@ def decorrelate_head(weights: dict[str, torch.Tensor], layer: int, head: int, he
     rows = slice(head * head_dim, (head + 1) * head_dim)
     weights[prefix + "k_proj.weight"][rows] = r
     weights[prefix + "q_proj.weight"][rows] = r
+    return ((x @ mean).pow(2).sum() / x.pow(2).sum()).item()
 
 
 def needle_scores(keys: torch.Tensor, read: torch.Tensor, positions: list[int]) -> torch.Tensor:
@@ -177,7 +179,8 @@ def main() -> None:
     if args.head >= 0:
         wire_key_head(weights, args.layer, args.head, config["head_dim"], args.key_offset, args.query_offset)
         if args.decorrelate:
-            decorrelate_head(weights, args.layer, args.head, config["head_dim"], config["norm_eps"])
+            share = decorrelate_head(weights, args.layer, args.head, config["head_dim"], config["norm_eps"])
+            print(f"the embeddings' mean direction: {100 * share:.0f} % of their squared norm (projected out)")
     args.out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(args.out / "model.safetensors"))
     (args.out / "config.json").write_text(json.dumps({**config, "conv_size": args.conv_size}, indent=2) + "\n")

@@ -34,7 +34,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from memexp.backbones.gdn.model import GDNBackbone
+from memexp.backbones.gdn.model import GDNBackbone, GDNConfig
 from memexp.config import ASSETS_DIR, ConfigError
 from memexp.training.niah_eval import plain_accuracy
 from memexp.training.niah_words import (
@@ -110,14 +110,15 @@ class TinyGDNWordsRecipe:
     # the first `induction_layers` layers start as copy (induction) layers (see induction_init)
     induction_layers: int = 1  # the init of a tied embedding / LM head (model.tie_word_embeddings)
     # per head of each induction layer, how many preceding tokens its copy is keyed on (1 to
-    # model.conv_size - 1, the short conv's reach: 3 at FLA's default); [] = 1 for every head. In every UUID some token ("-", a hex letter) is
-    # followed by two different ones, so a copy keyed on one token cannot follow it; keyed on two
-    # tokens 34 % of UUIDs still have such a context, on three 1.8 % (scripts/uuid_copy_ambiguity.py)
+    # model.conv_size - 1, the short conv's reach: 3 at FLA's default); [] = 1 for every head.
+    # In every UUID some token ("-", a hex letter) is followed by two different ones, so a copy
+    # keyed on one token cannot follow it; keyed on two tokens 34 % of UUIDs still have such a
+    # context, on three 1.8 % (scripts/uuid_copy_ambiguity.py)
     induction_context: list[int] = field(default_factory=list)
     # the last `carrier_heads` heads of each induction layer start as carriers instead of copies
     # (see induction_init): they pass the conv_size - 1 tokens before t on to t, so that a later
-    # layer's conv reaches a needle's key word from its value ("X is: V") and the question's ("X mentioned
-    # in the provided text is"), the reach a key-conditioned read needs
+    # layer's conv reaches a needle's key word from its value ("X is: V") and the question's
+    # ("X mentioned in the provided text is"), the reach a key-conditioned read needs
     carrier_heads: int = 0
     train_length: int = 1024  # tokens: no training sequence is longer
     tokenizer_examples: int = 400  # training-stream examples the tokenizer is trained on
@@ -159,7 +160,7 @@ class TinyGDNWordsRecipe:
             raise ConfigError(f"recipe.induction_layers={self.induction_layers}: allowed values are 0 to "
                               f"recipe.model.num_hidden_layers ({self.model.get('num_hidden_layers')})")
         heads = self.model.get("num_heads", 0)
-        reach = self.model.get("conv_size", 4) - 1  # FLA's default short conv has 4 taps
+        reach = self.model.get("conv_size", GDNConfig.conv_size) - 1
         if self.induction_context and (len(self.induction_context) != heads
                                        or any(not 1 <= n <= reach for n in self.induction_context)):
             raise ConfigError(f"recipe.induction_context={self.induction_context}: one of 1 to {reach} "
