@@ -89,6 +89,10 @@ class WordsStage:
     # checkpoint stores both, equal, in FLA's format. Empty = no change (every shipped stage; tried:
     # docs/benchmarks.md, "q = k and key-deciding variants").
     tied_qk_layers: list[int] = field(default_factory=list)
+    # layers whose q_proj and k_proj rows are kept orthogonal to the running mean of the layer's
+    # attention input (see CenteredQK): the trained model's keys of different words otherwise share
+    # one direction (30-60 % of their squared norm), so no key tells words apart. Empty = off.
+    centered_qk_layers: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -175,6 +179,10 @@ class TinyGDNWordsRecipe:
             if any(not 0 <= t < layers for t in tied) or len(set(tied)) != len(tied):
                 raise ConfigError(f"recipe.stages.{i}.tied_qk_layers={tied}: distinct layer indices from 0 to "
                                   f"{layers - 1} (recipe.model.num_hidden_layers = {layers})")
+            centered = s.centered_qk_layers
+            if any(not 0 <= t < layers for t in centered) or len(set(centered)) != len(centered):
+                raise ConfigError(f"recipe.stages.{i}.centered_qk_layers={centered}: distinct layer indices from 0 "
+                                  f"to {layers - 1} (recipe.model.num_hidden_layers = {layers})")
             copying = [t for t in tied if t < self.induction_layers]
             if copying:
                 raise ConfigError(f"recipe.stages.{i}.tied_qk_layers: layer {copying[0]} is an induction layer "
@@ -246,6 +254,7 @@ def train_stage(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, stage: WordsS
     model, tokenizer = backbone.model, backbone.tokenizer
     opt = torch.optim.AdamW(model.parameters(), lr=stage.lr, betas=(0.9, 0.98), weight_decay=0.0)
     generator = torch.Generator().manual_seed(recipe.seed)
+    centering = CenteredQK(model, stage.centered_qk_layers)
     model.train()
     t0, tokens, window = time.perf_counter(), 0, []
     for step in range(stage.steps):
@@ -258,11 +267,13 @@ def train_stage(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, stage: WordsS
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        centering.project()
         tokens += inputs.numel()
         window.append((loss.item(), whole.float().mean().item(), hits.float().mean().item()))
         if (step + 1) % recipe.log_every == 0 or step + 1 == stage.steps:
             log_window(stage, step, window, tokens / (time.perf_counter() - t0), log)
             window = []
+    centering.close()
     model.eval()
     return {"name": stage.name, "steps": stage.steps, "tokens": tokens, "seconds": round(time.perf_counter() - t0, 1)}
 
@@ -391,6 +402,48 @@ def tie_queries_to_keys(model, layers: list[int]) -> None:
         attn = model.model.layers[index].attn
         attn.q_proj.weight = attn.k_proj.weight
         attn.q_conv1d.weight = attn.k_conv1d.weight
+
+
+class CenteredQK:
+    """Keep the listed layers' q_proj and k_proj rows orthogonal to the mean of the layer's
+    attention input: after every optimizer step, W <- W - (W u) u^T with u the unit running mean.
+
+    Why: every token's normalised input shares a mean direction (about 20 % of its squared norm
+    in the shipped tiny_gdn_words), and training grows the projections' gain along it (2-3x their
+    average), so the keys of different words point nearly the same way and a key-conditioned read
+    or NoteBank's cosine routing cannot tell them apart (docs/benchmarks.md). With W u = 0 a key
+    holds only what distinguishes its token from the mean. The checkpoint is a plain GDN; this
+    only constrains where training may move the weights.
+
+    The running mean is an average over the batches' positions (padding included), updated
+    0.9 / 0.1 per step from a forward pre-hook on q_proj, so it follows the residual stream as
+    training changes it."""
+
+    def __init__(self, model, layers: list[int], momentum: float = 0.9) -> None:
+        self.momentum = momentum
+        self.attns = [model.model.layers[i].attn for i in layers]
+        self.means: list[torch.Tensor | None] = [None] * len(self.attns)
+        self.hooks = [attn.q_proj.register_forward_pre_hook(self._hook(j)) for j, attn in enumerate(self.attns)]
+
+    def _hook(self, j: int):
+        def record(module, args):
+            batch_mean = args[0].detach().reshape(-1, args[0].shape[-1]).mean(0)
+            old = self.means[j]
+            self.means[j] = batch_mean if old is None else self.momentum * old + (1 - self.momentum) * batch_mean
+        return record
+
+    @torch.no_grad()
+    def project(self) -> None:
+        for attn, mean in zip(self.attns, self.means):
+            if mean is None:
+                continue
+            u = mean / mean.norm().clamp_min(1e-12)
+            for proj in {id(p): p for p in (attn.q_proj.weight, attn.k_proj.weight)}.values():
+                proj.sub_(torch.outer(proj @ u, u))
+
+    def close(self) -> None:
+        for hook in self.hooks:
+            hook.remove()
 
 
 def save_untied(backbone: GDNBackbone, out: Path) -> None:

@@ -206,6 +206,47 @@ def test_tied_layers_read_with_their_keys_train_one_weight_and_save_as_a_plain_g
     assert torch.allclose(loaded.forward(loaded.init_state(), ids), before, atol=1e-5)
 
 
+def test_centered_layers_keys_average_to_zero_over_the_batch_they_were_centred_on():
+    """After one projection whose running mean is one batch's (the first step), the centred layer's
+    pre-conv keys and queries over that batch average to zero (the mean input has no image under
+    q_proj or k_proj), while an uncentred layer's do not; each projection changes q_proj and k_proj
+    by a rank-one term, so the rest of the row space is kept; closing removes the hook."""
+    from memexp.backbones.gdn.model import GDNBackbone
+    from memexp.training.niah_words import tokenizer_corpus
+    from memexp.training.tiny_gdn import build_model
+    from memexp.training.tiny_gdn_words import CenteredQK, _with_vocab
+    from memexp.training.words_tokenizer import train_tokenizer
+
+    recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
+                             "model.num_hidden_layers=3"])
+    tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
+    model = build_model(_with_vocab(recipe, tok.vocab_size))
+    backbone = GDNBackbone(model, tok, "tiny_gdn_words", prefill_chunk=2048)
+    ids = torch.randint(0, tok.vocab_size, (3, 40), generator=torch.Generator().manual_seed(0))
+    inputs = {}
+    spies = [layer.attn.q_proj.register_forward_pre_hook(
+        lambda m, a, i=i: inputs.__setitem__(i, a[0].detach().reshape(-1, 32))) for i, layer in enumerate(model.model.layers)]
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    centering = CenteredQK(model, [1])
+    with torch.no_grad():
+        backbone.train_hidden(ids)
+    centering.project()
+    centering.close()
+    for spy in spies:
+        spy.remove()
+    for i, layer in enumerate(model.model.layers):
+        for proj in (layer.attn.q_proj, layer.attn.k_proj):
+            mean_key = proj(inputs[i]).mean(0)
+            scale = proj(inputs[i]).abs().mean()
+            assert (mean_key.abs().max() < 1e-5 * scale) == (i == 1)
+    for name, p in model.named_parameters():
+        changed = not torch.equal(p, before[name])
+        assert changed == name.startswith(("model.layers.1.attn.q_proj", "model.layers.1.attn.k_proj")), name
+        if changed:
+            assert torch.linalg.matrix_rank(p - before[name]).item() == 1
+    assert not model.model.layers[1].attn.q_proj._forward_pre_hooks
+
+
 @pytest.mark.parametrize("override, field", [
     ("stages.1.max_tokens=2048", "recipe.stages.1"),
     ("model.vocab_size=300", "recipe.model.vocab_size"),
@@ -221,6 +262,8 @@ def test_tied_layers_read_with_their_keys_train_one_weight_and_save_as_a_plain_g
     ("stages.1.tied_qk_layers=[4]", "recipe.stages.1.tied_qk_layers"),
     ("stages.1.tied_qk_layers=[2,2]", "recipe.stages.1.tied_qk_layers"),
     ("stages.1.tied_qk_layers=[0]", "recipe.stages.1.tied_qk_layers"),  # layer 0 is the induction layer
+    ("stages.1.centered_qk_layers=[4]", "recipe.stages.1.centered_qk_layers"),
+    ("stages.1.centered_qk_layers=[1,1]", "recipe.stages.1.centered_qk_layers"),
 ])
 def test_a_wrong_value_names_its_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
