@@ -18,7 +18,9 @@ this wires RULER's template into one head on purpose; it is a probe, not a recip
         min_tokens: 128, max_tokens: 1024}]"
 
 `--decorrelate` also gives that head near-orthogonal keys for different words (decorrelate_head);
-`--head -1` writes the widened checkpoint alone (the control). `--measure CHECKPOINT` reads instead:
+`--head -1` writes the widened checkpoint alone (the control). The ablations: `--decorrelate
+--keep-taps` decorrelates the head but leaves its convs as trained (no wired offsets); `--bag`
+wires it as a bag-of-context copy instead (bag_head: no offset chosen for RULER's template). `--measure CHECKPOINT` reads instead:
 for niah_multikey_1 questions at 1K (validation seed 8 by default), each head of `--layer` scores
 the needles' value positions with its read query (the "▁" that starts the answer) against the key
 written there, and it prints how often the asked needle scores highest and the median margin
@@ -75,6 +77,26 @@ def wire_key_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_
     q[start + half:start + head_dim, 0, -1 - query_offset] = 1.0
     k[start + half:start + head_dim, 0, -1 - key_offset] = 1.0
     v = weights[prefix + "v_conv1d.weight"]
+    head_v = v.shape[0] // (q.shape[0] // head_dim)
+    values = slice(head * head_v, (head + 1) * head_v)
+    v[values] = 0.0
+    v[values, 0, -1] = 1.0
+    weights[prefix + "q_proj.weight"][rows] = weights[prefix + "k_proj.weight"][rows]
+
+
+def bag_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_dim: int) -> None:
+    """Rewire one head in place as a bag-of-context copy, with no offset chosen for a template: its
+    key conv averages the tokens t-1 .. t-c+1 (every tap but the current token), its query conv
+    t .. t-c+2, its value the current token, and its q_proj rows set to its k_proj rows. A query
+    meets a key in proportion to the words their windows share, wherever they stand."""
+    prefix = f"model.layers.{layer}.attn."
+    rows = slice(head * head_dim, (head + 1) * head_dim)
+    q, k, v = (weights[prefix + f"{n}_conv1d.weight"] for n in "qkv")
+    taps = q.shape[-1]
+    q[rows] = 0.0
+    k[rows] = 0.0
+    q[rows, 0, 1:] = 1.0 / (taps - 1)
+    k[rows, 0, :-1] = 1.0 / (taps - 1)
     head_v = v.shape[0] // (q.shape[0] // head_dim)
     values = slice(head * head_v, (head + 1) * head_v)
     v[values] = 0.0
@@ -168,6 +190,10 @@ def main() -> None:
     parser.add_argument("--query-offset", type=int, default=7)
     parser.add_argument("--decorrelate", action="store_true",
                         help="also give the head near-orthogonal keys for different words (decorrelate_head)")
+    parser.add_argument("--bag", action="store_true",
+                        help="wire the head as a bag-of-context copy (bag_head) instead of the two offsets")
+    parser.add_argument("--keep-taps", action="store_true",
+                        help="leave the head's convs as trained: --decorrelate alone, no wired offsets (the ablation)")
     args = parser.parse_args()
     if args.measure:
         measure(args.measure, args.layer, args.seed, args.samples)
@@ -176,8 +202,13 @@ def main() -> None:
         parser.error("--out is required unless --measure is given")
     config = json.loads((args.checkpoint / "config.json").read_text())
     weights = widen_convs(load_file(str(args.checkpoint / "model.safetensors")), args.conv_size)
+    if args.keep_taps and not args.decorrelate:
+        parser.error("--keep-taps leaves the head as it is unless --decorrelate is given")
     if args.head >= 0:
-        wire_key_head(weights, args.layer, args.head, config["head_dim"], args.key_offset, args.query_offset)
+        if args.bag:
+            bag_head(weights, args.layer, args.head, config["head_dim"])
+        elif not args.keep_taps:
+            wire_key_head(weights, args.layer, args.head, config["head_dim"], args.key_offset, args.query_offset)
         if args.decorrelate:
             share = decorrelate_head(weights, args.layer, args.head, config["head_dim"], config["norm_eps"])
             print(f"the embeddings' mean direction: {100 * share:.0f} % of their squared norm (projected out)")
@@ -187,8 +218,9 @@ def main() -> None:
     for name in ("tokenizer.json", "tokenizer_config.json", "recipe.json"):
         shutil.copy(args.checkpoint / name, args.out / name)
     print(f"wrote {args.out}: conv_size {args.conv_size}, "
-          + (f"layer {args.layer} head {args.head} keyed on t-1 and t-{args.key_offset}, "
-             f"read on t and t-{args.query_offset}" if args.head >= 0 else "no head rewired"))
+          + ("no head rewired" if args.head < 0 else f"layer {args.layer} head {args.head} "
+             + ("a bag-of-context copy" if args.bag else "decorrelated, its convs as trained" if args.keep_taps else
+                f"keyed on t-1 and t-{args.key_offset}, read on t and t-{args.query_offset}")))
 
 
 if __name__ == "__main__":

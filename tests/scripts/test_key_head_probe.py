@@ -58,6 +58,25 @@ def test_the_wired_head_reads_where_its_two_tokens_stood():
     assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][:4], before["model.layers.0.attn.q_proj.weight"][:4])
 
 
+def test_the_bag_head_averages_its_window_and_leaves_the_other_head():
+    """Head 1 of 2 (head_dim 4, conv 5 taps) as a bag: key taps t-4 .. t-1 at 1/4 each, query taps
+    t-3 .. t at 1/4, value the current token; head 0's taps and q_proj rows are untouched."""
+    probe = load_script("key_head_probe")
+    g = torch.Generator().manual_seed(0)
+    weights = {f"model.layers.0.attn.{n}.weight": torch.randn(8, 1, 5, generator=g) for n in probe.CONVS}
+    weights |= {f"model.layers.0.attn.{n}_proj.weight": torch.randn(8, 8, generator=g) for n in "qk"}
+    before = {k: v.clone() for k, v in weights.items()}
+    probe.bag_head(weights, layer=0, head=1, head_dim=4)
+    q, k, v = (weights[f"model.layers.0.attn.{n}.weight"][4:, 0] for n in probe.CONVS)
+    assert q.tolist() == [[0, 0.25, 0.25, 0.25, 0.25]] * 4  # oldest tap first
+    assert k.tolist() == [[0.25, 0.25, 0.25, 0.25, 0]] * 4
+    assert v.tolist() == [[0, 0, 0, 0, 1]] * 4
+    for n in probe.CONVS:
+        assert torch.equal(weights[f"model.layers.0.attn.{n}.weight"][:4], before[f"model.layers.0.attn.{n}.weight"][:4])
+    assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][4:], before["model.layers.0.attn.k_proj.weight"][4:])
+    assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][:4], before["model.layers.0.attn.q_proj.weight"][:4])
+
+
 def test_needle_scores_and_the_asked_needles_rank_by_hand():
     """Two heads, three needle positions (0, 2, 4): head 0's read meets only position 2's key,
     head 1's only position 4's; with the asked needle the second (position 2), head 0 ranks it
@@ -100,3 +119,40 @@ def test_decorrelated_head_ignores_the_shared_direction_and_leaves_the_others():
     cosine = lambda f: (F.normalize(f, dim=-1) @ F.normalize(f, dim=-1).T)[~torch.eye(50, dtype=torch.bool)].mean()
     assert cosine(x @ before["model.layers.0.attn.k_proj.weight"][4:].T) > 0.9
     assert cosine(x @ k[4:].T).abs() < 0.2
+
+
+def test_keep_taps_decorrelates_the_head_and_leaves_every_conv_as_trained(tmp_path, monkeypatch):
+    """`--decorrelate --keep-taps` (the ablation without wired offsets): the written checkpoint's
+    convs are the shipped ones widened with zeros, head 3's q_proj and k_proj rows are the new
+    decorrelated rows (equal, orthogonal to the layer's mean input), every other tensor unchanged;
+    `--keep-taps` alone is refused."""
+    import sys
+
+    import pytest
+
+    from memexp.backbones.ops.norms import rms_norm
+
+    probe = load_script("key_head_probe")
+    out = tmp_path / "probe"
+    monkeypatch.setattr(sys, "argv", ["key_head_probe", "--out", str(out), "--decorrelate", "--keep-taps"])
+    probe.main()
+    shipped = probe.widen_convs(load_file(str(SHIPPED / "model.safetensors")), 8)
+    written = load_file(str(out / "model.safetensors"))
+    config = json.loads((SHIPPED / "config.json").read_text())
+    rows = slice(3 * config["head_dim"], 4 * config["head_dim"])
+    prefix = "model.layers.0.attn."
+    x = rms_norm(shipped["model.embeddings.weight"], shipped["model.layers.0.attn_norm.weight"], config["norm_eps"])
+    k = written[prefix + "k_proj.weight"]
+    assert torch.equal(written[prefix + "q_proj.weight"][rows], k[rows])
+    assert (k[rows] @ F.normalize(x.mean(0), dim=0)).abs().max() < 1e-4
+    assert not torch.equal(k[rows], shipped[prefix + "k_proj.weight"][rows])
+    for name, tensor in shipped.items():
+        if name in (prefix + "k_proj.weight", prefix + "q_proj.weight"):
+            others = torch.ones(tensor.shape[0], dtype=torch.bool)
+            others[rows] = False
+            assert torch.equal(written[name][others], tensor[others]), name
+        else:
+            assert torch.equal(written[name], tensor), name
+    monkeypatch.setattr(sys, "argv", ["key_head_probe", "--out", str(out), "--keep-taps"])
+    with pytest.raises(SystemExit):
+        probe.main()
