@@ -20,7 +20,8 @@ this wires RULER's template into one head on purpose; it is a probe, not a recip
 `--decorrelate` also gives that head near-orthogonal keys for different words (decorrelate_head);
 `--head -1` writes the widened checkpoint alone (the control). The ablations: `--decorrelate
 --keep-taps` decorrelates the head but leaves its convs as trained (no wired offsets); `--bag`
-wires it as a bag-of-context copy instead (bag_head: no offset chosen for RULER's template). `--measure CHECKPOINT` reads instead:
+wires it as a bag-of-context copy instead (bag_head: no offset chosen for RULER's template).
+`--measure CHECKPOINT` reads instead:
 for niah_multikey_1 questions at 1K (validation seed 8 by default), each head of `--layer` scores
 the needles' value positions with its read query (the "▁" that starts the answer) against the key
 written there, and it prints how often the asked needle scores highest and the median margin
