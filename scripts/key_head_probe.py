@@ -77,12 +77,7 @@ def wire_key_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_
     k[start:start + half, 0, -2] = 1.0
     q[start + half:start + head_dim, 0, -1 - query_offset] = 1.0
     k[start + half:start + head_dim, 0, -1 - key_offset] = 1.0
-    v = weights[prefix + "v_conv1d.weight"]
-    head_v = v.shape[0] // (q.shape[0] // head_dim)
-    values = slice(head * head_v, (head + 1) * head_v)
-    v[values] = 0.0
-    v[values, 0, -1] = 1.0
-    weights[prefix + "q_proj.weight"][rows] = weights[prefix + "k_proj.weight"][rows]
+    read_current_token_with_keys(weights, prefix, head, head_dim)
 
 
 def bag_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_dim: int) -> None:
@@ -92,13 +87,22 @@ def bag_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_dim: 
     meets a key in proportion to the words their windows share, wherever they stand."""
     prefix = f"model.layers.{layer}.attn."
     rows = slice(head * head_dim, (head + 1) * head_dim)
-    q, k, v = (weights[prefix + f"{n}_conv1d.weight"] for n in "qkv")
+    q, k = (weights[prefix + f"{n}_conv1d.weight"] for n in "qk")
     taps = q.shape[-1]
     q[rows] = 0.0
     k[rows] = 0.0
     q[rows, 0, 1:] = 1.0 / (taps - 1)
     k[rows, 0, :-1] = 1.0 / (taps - 1)
-    head_v = v.shape[0] // (q.shape[0] // head_dim)
+    read_current_token_with_keys(weights, prefix, head, head_dim)
+
+
+def read_current_token_with_keys(weights: dict[str, torch.Tensor], prefix: str, head: int, head_dim: int) -> None:
+    """The part both wirings share: the head's value conv passes the current token only, and its
+    q_proj rows become its k_proj rows (so a query meets the key written where its taps' tokens stood)."""
+    rows = slice(head * head_dim, (head + 1) * head_dim)
+    k = weights[prefix + "k_conv1d.weight"]
+    v = weights[prefix + "v_conv1d.weight"]
+    head_v = v.shape[0] // (k.shape[0] // head_dim)
     values = slice(head * head_v, (head + 1) * head_v)
     v[values] = 0.0
     v[values, 0, -1] = 1.0
@@ -191,9 +195,10 @@ def main() -> None:
     parser.add_argument("--query-offset", type=int, default=7)
     parser.add_argument("--decorrelate", action="store_true",
                         help="also give the head near-orthogonal keys for different words (decorrelate_head)")
-    parser.add_argument("--bag", action="store_true",
+    wiring = parser.add_mutually_exclusive_group()
+    wiring.add_argument("--bag", action="store_true",
                         help="wire the head as a bag-of-context copy (bag_head) instead of the two offsets")
-    parser.add_argument("--keep-taps", action="store_true",
+    wiring.add_argument("--keep-taps", action="store_true",
                         help="leave the head's convs as trained: --decorrelate alone, no wired offsets (the ablation)")
     args = parser.parse_args()
     if args.measure:

@@ -175,14 +175,12 @@ class TinyGDNWordsRecipe:
                               f"recipe.model.num_heads ({heads})")
         layers = self.model.get("num_hidden_layers", 0)
         for i, s in enumerate(self.stages):
+            for name in ("tied_qk_layers", "centered_qk_layers"):
+                listed = getattr(s, name)
+                if any(not 0 <= t < layers for t in listed) or len(set(listed)) != len(listed):
+                    raise ConfigError(f"recipe.stages.{i}.{name}={listed}: distinct layer indices from 0 to "
+                                      f"{layers - 1} (recipe.model.num_hidden_layers = {layers})")
             tied = s.tied_qk_layers
-            if any(not 0 <= t < layers for t in tied) or len(set(tied)) != len(tied):
-                raise ConfigError(f"recipe.stages.{i}.tied_qk_layers={tied}: distinct layer indices from 0 to "
-                                  f"{layers - 1} (recipe.model.num_hidden_layers = {layers})")
-            centered = s.centered_qk_layers
-            if any(not 0 <= t < layers for t in centered) or len(set(centered)) != len(centered):
-                raise ConfigError(f"recipe.stages.{i}.centered_qk_layers={centered}: distinct layer indices from 0 "
-                                  f"to {layers - 1} (recipe.model.num_hidden_layers = {layers})")
             copying = [t for t in tied if t < self.induction_layers]
             if copying:
                 raise ConfigError(f"recipe.stages.{i}.tied_qk_layers: layer {copying[0]} is an induction layer "
