@@ -36,6 +36,7 @@ import torch.nn.functional as F
 
 from memexp.backbones.gdn.model import GDNBackbone, GDNConfig
 from memexp.config import ASSETS_DIR, ConfigError
+from memexp.training.lexical_heads import LexicalHeads
 from memexp.training.niah_eval import plain_accuracy
 from memexp.training.niah_words import (
     FORMS,
@@ -124,6 +125,12 @@ class TinyGDNWordsRecipe:
     # layer's conv reaches a needle's key word from its value ("X is: V") and the question's
     # ("X mentioned in the provided text is"), the reach a key-conditioned read needs
     carrier_heads: int = 0
+    # the last `lexical_heads` heads of layer 0 are held as lexical bag heads (see
+    # memexp.training.lexical_heads): query and key a bag of the words around t, a fixed random
+    # projection orthogonal to the text's mean direction, std `lexical_scale`; a channel NoteBank's
+    # native router can match the question's words on. Needs model.conv_size taps of reach
+    lexical_heads: int = 0
+    lexical_scale: float = 0.3
     train_length: int = 1024  # tokens: no training sequence is longer
     tokenizer_examples: int = 400  # training-stream examples the tokenizer is trained on
     variant_share: float = 0.15  # share of word-valued examples (niah_words.WORD_VARIANTS)
@@ -173,6 +180,12 @@ class TinyGDNWordsRecipe:
         if not 0 <= self.carrier_heads <= heads:
             raise ConfigError(f"recipe.carrier_heads={self.carrier_heads}: allowed values are 0 to "
                               f"recipe.model.num_heads ({heads})")
+        if not 0 <= self.lexical_heads <= heads - self.carrier_heads:
+            raise ConfigError(f"recipe.lexical_heads={self.lexical_heads}: allowed values are 0 to "
+                              f"recipe.model.num_heads - recipe.carrier_heads ({heads - self.carrier_heads}); "
+                              "both take the last heads of layer 0")
+        if self.lexical_scale <= 0:
+            raise ConfigError(f"recipe.lexical_scale={self.lexical_scale}: must be > 0")
         layers = self.model.get("num_hidden_layers", 0)
         for i, s in enumerate(self.stages):
             for name in ("tied_qk_layers", "centered_qk_layers"):
@@ -248,7 +261,8 @@ def step_loss(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, inputs, targets
     return loss, hits, ~wrong.any(-1)
 
 
-def train_stage(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, stage: WordsStage, log=print) -> dict:
+def train_stage(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, stage: WordsStage, log=print,
+                lexical: LexicalHeads | None = None) -> dict:
     model, tokenizer = backbone.model, backbone.tokenizer
     opt = torch.optim.AdamW(model.parameters(), lr=stage.lr, betas=(0.9, 0.98), weight_decay=0.0)
     generator = torch.Generator().manual_seed(recipe.seed)
@@ -266,6 +280,9 @@ def train_stage(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, stage: WordsS
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         centering.project()
+        if lexical is not None:
+            lexical.observe(inputs)
+            lexical.apply()
         tokens += inputs.numel()
         window.append((loss.item(), whole.float().mean().item(), hits.float().mean().item()))
         if (step + 1) % recipe.log_every == 0 or step + 1 == stage.steps:
@@ -302,10 +319,12 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
         induction_init(model, recipe.induction_layers, recipe.induction_context, recipe.carrier_heads)
     log(f"tokenizer: {tokenizer.vocab_size} tokens")
     backbone = GDNBackbone(model, tokenizer, NAME, prefill_chunk=2048)
+    lexical = LexicalHeads(model, recipe.lexical_heads, recipe.lexical_scale, seed=recipe.seed + 5)
+    lexical.apply()
     stages = []
     for stage in recipe.stages:
         tie_queries_to_keys(model, stage.tied_qk_layers)
-        stages.append(train_stage(backbone, recipe, stage, log))
+        stages.append(train_stage(backbone, recipe, stage, log, lexical))
         save_untied(backbone, out)  # an interrupted run keeps its last finished stage
     train_seconds = time.perf_counter() - t0
     metrics = {}

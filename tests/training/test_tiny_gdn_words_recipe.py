@@ -257,6 +257,9 @@ def test_centered_layers_keys_average_to_zero_over_the_batch_they_were_centred_o
     ("induction_context=[1,2]", "recipe.induction_context"),  # 4 heads
     ("induction_context=[1,2,4,1]", "recipe.induction_context"),  # beyond the short conv's reach
     ("carrier_heads=5", "recipe.carrier_heads"),  # 4 heads
+    ("lexical_heads=5", "recipe.lexical_heads"),  # 4 heads
+    ("carrier_heads=2 lexical_heads=3", "recipe.lexical_heads"),  # both take the last heads of layer 0
+    ("lexical_scale=0", "recipe.lexical_scale"),
     ("embed_std=0", "recipe.embed_std"),
     ("stages.0.question_weight=-1", "recipe.stages.0.question_weight"),
     ("stages.1.tied_qk_layers=[4]", "recipe.stages.1.tied_qk_layers"),
@@ -267,7 +270,7 @@ def test_centered_layers_keys_average_to_zero_over_the_batch_they_were_centred_o
 ])
 def test_a_wrong_value_names_its_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
-        load_recipe(["recipe=tiny_gdn_words", override])
+        load_recipe(["recipe=tiny_gdn_words", *override.split()])
 
 
 def test_induction_context_reaches_as_far_as_the_short_conv():

@@ -1,0 +1,89 @@
+"""Lexical bag heads: layer-0 GDN heads whose key and query are a bag of the words around t.
+
+Why: NoteBank's native router (paper Eq. 4-5) scores a note by the cosine between the
+question's queries and the query at the note's most distinctive key, channel by channel. The
+trained tiny_gdn_words channels do not match words that way (docs/benchmarks.md, "why native
+routing misses the needle"); a head whose query is the mean of the last c tokens' projections
+and whose key is the mean of the c - 1 tokens before t meets the question wherever the two
+share rare words. Its projection is orthogonal to the text-weighted mean direction of the
+layer's normalised inputs (the frequent words' common part, about a quarter of the text's squared
+norm in the shipped model), and small (std `scale` over the vocabulary), so the SiLU after the
+conv stays near linear and bags of unrelated words meet near cosine 0 instead of the positive
+floor a ReLU-like SiLU gives every pair.
+
+The heads are part of the model's computation (their values and outputs train as any other);
+only their convs and q/k projections are held to this form. The checkpoint stays a plain GDN.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from memexp.backbones.ops.norms import rms_norm
+
+
+def weighted_mean_direction(x: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """The unit mean of the rows of x [V, D] weighted by counts [V] -> [D]."""
+    return F.normalize((counts[:, None] * x).sum(0), dim=0)
+
+
+def lexical_projection(x: torch.Tensor, mean: torch.Tensor, basis: torch.Tensor, scale: float) -> torch.Tensor:
+    """`basis` [d_k, D] with every row made orthogonal to the unit `mean` [D], scaled so its
+    outputs over the rows of x [V, D] have std `scale` -> [d_k, D]."""
+    r = basis - (basis @ mean)[:, None] * mean[None]
+    return r * scale / (x @ r.T).std()
+
+
+@torch.no_grad()
+def wire_bag_convs(q_conv: torch.Tensor, k_conv: torch.Tensor, rows: slice, key: str = "bag") -> None:
+    """In place on conv weights [C, 1, c] (taps oldest first, the last is t): the query rows average
+    all c taps (t .. t-c+1); the key rows average t-1 .. t-c+1 (key="bag") or pass t (key="current")."""
+    taps = q_conv.shape[-1]
+    q_conv[rows] = 1.0 / taps
+    k_conv[rows] = 0.0
+    if key == "bag":
+        k_conv[rows, 0, :-1] = 1.0 / (taps - 1)
+    else:
+        k_conv[rows, 0, -1] = 1.0
+
+
+class LexicalHeads:
+    """Hold the last `count` heads of layer 0 as lexical bag heads during training.
+
+    `observe(inputs)` adds a batch's token ids to the running counts; `apply()` (after every
+    optimizer step, and once before training) re-wires the heads' conv taps and sets their
+    q_proj = k_proj rows to fixed random bases (seeded) made orthogonal to the current
+    embeddings' count-weighted mean direction and rescaled to std `scale` over the vocabulary.
+    The counts start from the first batch; before any, the vocabulary's plain mean is used."""
+
+    def __init__(self, model, count: int, scale: float, seed: int) -> None:
+        self.attn = model.model.layers[0].attn
+        self.norm = model.model.layers[0].attn_norm
+        self.embeddings = model.model.embeddings
+        self.scale = scale
+        head_dim, heads = self.attn.c.head_dim, self.attn.c.num_heads
+        self.rows = [slice(h * head_dim, (h + 1) * head_dim) for h in range(heads - count, heads)]
+        generator = torch.Generator().manual_seed(seed)
+        width = self.embeddings.weight.shape[1]
+        self.bases = [torch.randn(head_dim, width, generator=generator) for _ in self.rows]
+        self.counts = torch.zeros(self.embeddings.weight.shape[0])
+
+    def observe(self, inputs: torch.Tensor) -> None:
+        """Count a batch's input ids [B, T] (its padding too, as the layer sees it)."""
+        if not self.rows:
+            return
+        self.counts += torch.bincount(inputs.reshape(-1), minlength=self.counts.numel())[: self.counts.numel()]
+
+    @torch.no_grad()
+    def apply(self) -> None:
+        if not self.rows:
+            return
+        x = rms_norm(self.embeddings.weight.float(), self.norm.weight.float(), self.norm.eps)
+        counts = self.counts if self.counts.sum() > 0 else torch.ones_like(self.counts)
+        mean = weighted_mean_direction(x, counts)
+        for rows, basis in zip(self.rows, self.bases):
+            wire_bag_convs(self.attn.q_conv1d.weight, self.attn.k_conv1d.weight, rows)
+            projection = lexical_projection(x, mean, basis, self.scale)
+            self.attn.q_proj.weight[rows] = projection
+            self.attn.k_proj.weight[rows] = projection

@@ -1,0 +1,89 @@
+"""A tiny_gdn_words checkpoint whose layer-0 heads are lexical bag heads, to probe native routing.
+
+How far could NoteBank's native router (Eq. 4-5) go on channels that match words? This rewires
+the listed heads of layer 0 as memexp.training.lexical_heads describes (query conv the mean of
+t .. t-c+1; key conv the mean of t-1 .. t-c+1, or the current token with `--key current`;
+q_proj = k_proj a fixed random projection orthogonal to the text-weighted mean direction of the
+layer's normalised inputs, std `--scale` over the vocabulary). The text weights are token counts
+of the recipe's own training examples (stream TEXT_STREAM), never an evaluation seed's. Routing
+on layer 0 alone (`method.layers=[0]`) reads only the embeddings, layer 0's norm and these
+heads, so it can be measured on a trained model's embeddings without training; the
+checkpoint's Plain answers are not meaningful.
+
+    python scripts/lexical_route_heads.py --out outputs/probe/lexical
+    python scripts/notebank_channel_votes.py bench.seed=8 "method.layers=[0]" bench.num_samples=10 \\
+        backbone.pretrained=$PWD/outputs/probe/lexical --draws 0
+
+Run the votes on validation seeds (7, 8), never on the seeds a table reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from key_head_probe import widen_convs  # noqa: E402
+
+from memexp.backbones.ops.norms import rms_norm  # noqa: E402
+from memexp.config import ASSETS_DIR  # noqa: E402
+from memexp.training.lexical_heads import lexical_projection, weighted_mean_direction, wire_bag_convs  # noqa: E402
+
+TEXT_STREAM = 555  # the recipe generator's stream for the token counts (a training-side seed)
+
+
+def token_counts(tokenizer, vocab_size: int, examples: int, seed: int = TEXT_STREAM) -> torch.Tensor:
+    """How often each token id occurs in `examples` training examples of the six tasks at 1K
+    tokens (the recipe's generator, stream `seed`) -> [vocab_size]."""
+    from memexp.training import niah_words
+
+    counts = torch.zeros(vocab_size)
+    for i in range(examples):
+        ids = niah_words.example(tokenizer, niah_words.SIX_TASKS[i % 6], 1024, niah_words.stream(seed, i)).ids
+        counts += torch.bincount(torch.tensor(ids), minlength=vocab_size)[:vocab_size]
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path, default=ASSETS_DIR / "tiny_gdn_words")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--conv-size", type=int, default=10)
+    parser.add_argument("--heads", type=int, nargs="+", default=[0, 1, 2, 3])
+    parser.add_argument("--key", choices=["bag", "current"], default="bag")
+    parser.add_argument("--scale", type=float, default=0.3)
+    parser.add_argument("--examples", type=int, default=60, help="training examples for the token counts")
+    args = parser.parse_args()
+    from memexp.backbones.loading import load_tokenizer
+
+    config = json.loads((args.checkpoint / "config.json").read_text())
+    weights = widen_convs(load_file(str(args.checkpoint / "model.safetensors")), args.conv_size)
+    x = rms_norm(weights["model.embeddings.weight"], weights["model.layers.0.attn_norm.weight"], config["norm_eps"])
+    counts = token_counts(load_tokenizer(str(args.checkpoint), args.checkpoint), x.shape[0], args.examples)
+    mean = weighted_mean_direction(x, counts)
+    print(f"the text-weighted mean direction: {100 * ((x @ mean).pow(2) * counts).sum() / (x.pow(2).sum(1) * counts).sum():.0f} "
+          "% of the text's squared norm (projected out)")
+    prefix, head_dim = "model.layers.0.attn.", config["head_dim"]
+    for head in args.heads:
+        rows = slice(head * head_dim, (head + 1) * head_dim)
+        wire_bag_convs(weights[prefix + "q_conv1d.weight"], weights[prefix + "k_conv1d.weight"], rows, args.key)
+        basis = torch.randn(head_dim, x.shape[1], generator=torch.Generator().manual_seed(100 + head))
+        projection = lexical_projection(x, mean, basis, args.scale)
+        weights[prefix + "q_proj.weight"][rows] = projection
+        weights[prefix + "k_proj.weight"][rows] = projection
+    args.out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(args.out / "model.safetensors"))
+    (args.out / "config.json").write_text(json.dumps({**config, "conv_size": args.conv_size}, indent=2) + "\n")
+    for name in ("tokenizer.json", "tokenizer_config.json", "recipe.json"):
+        shutil.copy(args.checkpoint / name, args.out / name)
+    print(f"wrote {args.out}: layer 0 heads {args.heads} lexical ({args.key} keys, {args.conv_size} taps, scale {args.scale})")
+
+
+if __name__ == "__main__":
+    main()

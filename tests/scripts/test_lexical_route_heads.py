@@ -1,0 +1,54 @@
+"""scripts/lexical_route_heads.py: its token counts, and the checkpoint it writes."""
+
+import json
+
+import torch
+from safetensors.torch import load_file
+from script_module import load_script
+
+
+def test_token_counts_count_every_token_of_the_examples():
+    """The counts add up to the examples' lengths, drawn from the recipe generator's training stream."""
+    from memexp.backbones.loading import load_tokenizer
+    from memexp.config import ASSETS_DIR
+    from memexp.training import niah_words
+
+    probe = load_script("lexical_route_heads")
+    shipped = ASSETS_DIR / "tiny_gdn_words"
+    tokenizer = load_tokenizer(str(shipped), shipped)
+    counts = probe.token_counts(tokenizer, tokenizer.vocab_size, examples=2)
+    lengths = sum(len(niah_words.example(tokenizer, niah_words.SIX_TASKS[i], 1024,
+                                         niah_words.stream(probe.TEXT_STREAM, i)).ids) for i in range(2))
+    assert counts.sum().item() == lengths
+    assert counts[tokenizer.bos_id].item() == 2
+
+
+def test_the_written_checkpoint_changes_only_the_listed_heads_q_and_k(tmp_path, monkeypatch):
+    """--heads 1 3 on the shipped model: layer 0's heads 1 and 3 get bag taps and q_proj = k_proj
+    (different for the two heads); every other tensor is the shipped one (convs widened with zeros)."""
+    import sys
+
+    from memexp.config import ASSETS_DIR
+
+    probe = load_script("lexical_route_heads")
+    shipped = ASSETS_DIR / "tiny_gdn_words"
+    monkeypatch.setattr(sys, "argv", ["x", "--out", str(tmp_path), "--heads", "1", "3", "--examples", "2"])
+    probe.main()
+    new, old = load_file(str(tmp_path / "model.safetensors")), load_file(str(shipped / "model.safetensors"))
+    assert json.loads((tmp_path / "config.json").read_text())["conv_size"] == 10
+    p = "model.layers.0.attn."
+    heads = torch.zeros(128, dtype=torch.bool)
+    heads[32:64] = heads[96:128] = True
+    for name, tensor in new.items():
+        if name.endswith(("q_proj.weight", "k_proj.weight")) and name.startswith(p):
+            assert torch.equal(tensor[~heads], old[name][~heads]), name
+            assert not torch.equal(tensor[heads], old[name][heads]), name
+        elif name.startswith(p) and name.endswith(("q_conv1d.weight", "k_conv1d.weight")):
+            assert torch.equal(tensor[~heads, :, -4:], old[name][~heads]) and (tensor[~heads, :, :-4] == 0).all()
+            assert torch.allclose(tensor[heads].sum(-1), torch.ones(64))
+        elif "conv1d" in name:
+            assert torch.equal(tensor[..., -4:], old[name]), name
+        else:
+            assert torch.equal(tensor, old[name]), name
+    assert torch.equal(new[p + "q_proj.weight"][heads], new[p + "k_proj.weight"][heads])
+    assert not torch.equal(new[p + "k_proj.weight"][32:64], new[p + "k_proj.weight"][96:128])
