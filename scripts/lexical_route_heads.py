@@ -33,7 +33,7 @@ from key_head_probe import widen_convs  # noqa: E402
 
 from memexp.backbones.ops.norms import rms_norm  # noqa: E402
 from memexp.config import ASSETS_DIR  # noqa: E402
-from memexp.training.lexical_heads import lexical_projection, weighted_mean_direction, wire_bag_convs  # noqa: E402
+from memexp.training.lexical_heads import lexical_projection, text_whitening, weighted_mean_direction, wire_bag_convs  # noqa: E402
 
 TEXT_STREAM = 555  # the recipe generator's stream for the token counts (a training-side seed)
 
@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--heads", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--key", choices=["bag", "current"], default="bag")
     parser.add_argument("--scale", type=float, default=0.3)
+    parser.add_argument("--whiten", action="store_true", help="whiten the inputs by the text's second moment first")
     parser.add_argument("--examples", type=int, default=60, help="training examples for the token counts")
     args = parser.parse_args()
     from memexp.backbones.loading import load_tokenizer
@@ -70,18 +71,20 @@ def main() -> None:
     print(f"the text-weighted mean direction: {100 * ((x @ mean).pow(2) * counts).sum() / (x.pow(2).sum(1) * counts).sum():.0f} "
           "% of the text's squared norm (projected out)")
     prefix, head_dim = "model.layers.0.attn.", config["head_dim"]
+    white = text_whitening(x, counts, mean) if args.whiten else torch.eye(x.shape[1])
     for head in args.heads:
         rows = slice(head * head_dim, (head + 1) * head_dim)
         wire_bag_convs(weights[prefix + "q_conv1d.weight"], weights[prefix + "k_conv1d.weight"], rows, args.key)
         basis = torch.randn(head_dim, x.shape[1], generator=torch.Generator().manual_seed(100 + head))
-        projection = lexical_projection(x, mean, basis, args.scale)
+        projection = lexical_projection(x, mean, basis @ white, args.scale)
         weights[prefix + "q_proj.weight"][rows] = projection
         weights[prefix + "k_proj.weight"][rows] = projection
     args.out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(args.out / "model.safetensors"))
     (args.out / "config.json").write_text(json.dumps({**config, "conv_size": args.conv_size}, indent=2) + "\n")
     for name in ("tokenizer.json", "tokenizer_config.json", "recipe.json"):
-        shutil.copy(args.checkpoint / name, args.out / name)
+        if (args.checkpoint / name).exists():  # a checkpoint mid-recipe has no recipe.json yet
+            shutil.copy(args.checkpoint / name, args.out / name)
     print(f"wrote {args.out}: layer 0 heads {args.heads} lexical ({args.key} keys, {args.conv_size} taps, scale {args.scale})")
 
 

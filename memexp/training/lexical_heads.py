@@ -35,6 +35,21 @@ def lexical_projection(x: torch.Tensor, mean: torch.Tensor, basis: torch.Tensor,
     return r * scale / (x @ r.T).std()
 
 
+def text_whitening(x: torch.Tensor, counts: torch.Tensor, mean: torch.Tensor, eps: float = 1e-3) -> torch.Tensor:
+    """C^(-1/2) P [D, D]: P = I - mean mean^T removes the unit `mean` [D], and C is the
+    count-weighted second moment of the rows of x P (x [V, D], counts [V]), its diagonal raised by
+    `eps` x its mean eigenvalue. A frequent word's direction carries much of C, so whitening
+    shrinks it against rare words (an IDF-like weight): a bag of words is then led by its rare
+    words, and training cannot make the frequent ones lead by moving the embeddings."""
+    eye = torch.eye(x.shape[1], dtype=x.dtype)
+    p = eye - torch.outer(mean, mean)
+    xp = x @ p
+    c = (counts[:, None] * xp).T @ xp / counts.sum()
+    c = c + eps * torch.trace(c) / x.shape[1] * eye
+    values, vectors = torch.linalg.eigh(c)
+    return vectors @ torch.diag(values.rsqrt()) @ vectors.T @ p
+
+
 @torch.no_grad()
 def wire_bag_convs(q_conv: torch.Tensor, k_conv: torch.Tensor, rows: slice, key: str = "bag") -> None:
     """In place on conv weights [C, 1, c] (taps oldest first, the last is t): the query rows average
@@ -54,10 +69,12 @@ class LexicalHeads:
     `observe(inputs)` adds a batch's token ids to the running counts; `apply()` (after every
     optimizer step, and once before training) re-wires the heads' conv taps and sets their
     q_proj = k_proj rows to fixed random bases (seeded) made orthogonal to the current
-    embeddings' count-weighted mean direction and rescaled to std `scale` over the vocabulary.
+    embeddings' count-weighted mean direction (with `whiten`, applied after text_whitening) and
+    rescaled to std `scale` over the vocabulary.
     The counts start from the first batch; before any, the vocabulary's plain mean is used."""
 
-    def __init__(self, model, count: int, scale: float, seed: int) -> None:
+    def __init__(self, model, count: int, scale: float, seed: int, whiten: bool = False) -> None:
+        self.whiten = whiten
         self.attn = model.model.layers[0].attn
         self.norm = model.model.layers[0].attn_norm
         self.embeddings = model.model.embeddings
@@ -82,8 +99,9 @@ class LexicalHeads:
         x = rms_norm(self.embeddings.weight.float(), self.norm.weight.float(), self.norm.eps)
         counts = self.counts if self.counts.sum() > 0 else torch.ones_like(self.counts)
         mean = weighted_mean_direction(x, counts)
+        white = text_whitening(x, counts, mean) if self.whiten else None
         for rows, basis in zip(self.rows, self.bases):
             wire_bag_convs(self.attn.q_conv1d.weight, self.attn.k_conv1d.weight, rows)
-            projection = lexical_projection(x, mean, basis, self.scale)
+            projection = lexical_projection(x, mean, basis if white is None else basis @ white, self.scale)
             self.attn.q_proj.weight[rows] = projection
             self.attn.k_proj.weight[rows] = projection

@@ -131,6 +131,9 @@ class TinyGDNWordsRecipe:
     # native router can match the question's words on. Needs model.conv_size taps of reach
     lexical_heads: int = 0
     lexical_scale: float = 0.3
+    # whiten their inputs by the text's second moment first (lexical_heads.text_whitening): an
+    # IDF-like weight that training cannot undo by moving the embeddings
+    lexical_whiten: bool = False
     train_length: int = 1024  # tokens: no training sequence is longer
     tokenizer_examples: int = 400  # training-stream examples the tokenizer is trained on
     variant_share: float = 0.15  # share of word-valued examples (niah_words.WORD_VARIANTS)
@@ -319,7 +322,8 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
         induction_init(model, recipe.induction_layers, recipe.induction_context, recipe.carrier_heads)
     log(f"tokenizer: {tokenizer.vocab_size} tokens")
     backbone = GDNBackbone(model, tokenizer, NAME, prefill_chunk=2048)
-    lexical = LexicalHeads(model, recipe.lexical_heads, recipe.lexical_scale, seed=recipe.seed + 5)
+    lexical = LexicalHeads(model, recipe.lexical_heads, recipe.lexical_scale, seed=recipe.seed + 5,
+                           whiten=recipe.lexical_whiten)
     lexical.apply()
     stages = []
     for stage in recipe.stages:
