@@ -128,7 +128,7 @@ class TinyGDNWordsRecipe:
     # the last `lexical_heads` heads of layer 0 are held as lexical bag heads (see
     # memexp.training.lexical_heads): query and key a bag of the words around t, a fixed random
     # projection orthogonal to the text's mean direction, std `lexical_scale`; a channel NoteBank's
-    # native router can match the question's words on. Needs model.conv_size taps of reach
+    # native router can match the question's words on. A bag spans model.conv_size tokens
     lexical_heads: int = 0
     lexical_scale: float = 0.3
     # whiten their inputs by the text's second moment first (lexical_heads.text_whitening): an
@@ -197,6 +197,9 @@ class TinyGDNWordsRecipe:
                     raise ConfigError(f"recipe.stages.{i}.{name}={listed}: distinct layer indices from 0 to "
                                       f"{layers - 1} (recipe.model.num_hidden_layers = {layers})")
             tied = s.tied_qk_layers
+            if self.lexical_heads and 0 in tied:
+                raise ConfigError(f"recipe.stages.{i}.tied_qk_layers: layer 0 holds recipe.lexical_heads="
+                                  f"{self.lexical_heads} lexical heads, whose query and key convs differ")
             copying = [t for t in tied if t < self.induction_layers]
             if copying:
                 raise ConfigError(f"recipe.stages.{i}.tied_qk_layers: layer {copying[0]} is an induction layer "

@@ -260,6 +260,7 @@ def test_centered_layers_keys_average_to_zero_over_the_batch_they_were_centred_o
     ("lexical_heads=5", "recipe.lexical_heads"),  # 4 heads
     ("carrier_heads=2 lexical_heads=3", "recipe.lexical_heads"),  # both take the last heads of layer 0
     ("lexical_scale=0", "recipe.lexical_scale"),
+    ("induction_layers=0 lexical_heads=1 stages.1.tied_qk_layers=[0]", "recipe.stages.1.tied_qk_layers"),
     ("embed_std=0", "recipe.embed_std"),
     ("stages.0.question_weight=-1", "recipe.stages.0.question_weight"),
     ("stages.1.tied_qk_layers=[4]", "recipe.stages.1.tied_qk_layers"),
