@@ -43,6 +43,7 @@ from safetensors.torch import load_file, save_file
 
 from memexp.backbones.ops.norms import rms_norm
 from memexp.config import ASSETS_DIR
+from memexp.training.lexical_heads import lexical_projection
 
 CONVS = ("q_conv1d", "k_conv1d", "v_conv1d")
 
@@ -120,9 +121,8 @@ def decorrelate_head(weights: dict[str, torch.Tensor], layer: int, head: int, he
     prefix = f"model.layers.{layer}.attn."
     x = rms_norm(weights["model.embeddings.weight"], weights[f"model.layers.{layer}.attn_norm.weight"], eps)
     mean = F.normalize(x.mean(0), dim=0)
-    r = torch.randn(head_dim, x.shape[1], generator=torch.Generator().manual_seed(seed))
-    r = r - (r @ mean)[:, None] * mean[None]
-    r = r * scale / (x @ r.T).std()
+    basis = torch.randn(head_dim, x.shape[1], generator=torch.Generator().manual_seed(seed))
+    r = lexical_projection(x, mean, basis, scale)
     rows = slice(head * head_dim, (head + 1) * head_dim)
     weights[prefix + "k_proj.weight"][rows] = r
     weights[prefix + "q_proj.weight"][rows] = r
