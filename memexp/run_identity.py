@@ -88,6 +88,21 @@ def path_fingerprint(path: Path) -> dict[str, Any]:
     return {"dir": {str(p.relative_to(path)): file_fingerprint(p) for p in files}}
 
 
+def weights_fingerprint(pretrained: str | None) -> str | None:
+    """One hash of a local checkpoint's weight files (by relative name and `file_fingerprint`;
+    config and tokenizer files left out), or None for a hub id or a random init. Read adapters
+    record it: the same shape with other weights is another model (memexp.methods.read_adapter)."""
+    if not pretrained or not Path(pretrained).expanduser().is_dir():
+        return None
+    root = Path(pretrained).expanduser()
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES and not any(
+        part.startswith(".") for part in p.relative_to(root).parts))
+    if not files:
+        return None
+    prints = {str(p.relative_to(root)): file_fingerprint(p) for p in files}
+    return hashlib.sha256(json.dumps(prints, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def _looks_like_hub_id(value: str) -> bool:
     return bool(value) and not value.startswith(("/", ".", "~")) and value.count("/") <= 1 and "\\" not in value
 

@@ -3,14 +3,16 @@ Plain + LoRA control), NoteBank paper Section 3.2 and App. B.4.
 
 An adapter folder is what `python -m memexp train recipe=notebank_lora` writes: the LoRA spec and
 tensors (memexp.adapters: adapter_config.json, adapter_model.safetensors) and `notebank_lora.json`,
-which records the backbone it was trained on (name, arch, shape), r, alpha, layers, target
+which records the backbone it was trained on (name, arch, shape, and a local checkpoint's weights
+fingerprint), r, alpha, layers, target
 projections, R and the recipe. A method holds an `AdapterSlot`: `prepare(backbone)` loads the
 adapters onto that backbone, `on(backbone)` switches them on for a block (the readout), and
 `record()` is what every answer record carries (path and content hash).
 
 The checks that need no model (the folder is an adapter folder; its backbone is the run's, by
 name, arch and, for a local checkpoint, the shape in its config.json) run before any model
-loads (`check_backbone`, from memexp.run_checks); the same check against the loaded model, and
+loads (`check_backbone`, from memexp.run_checks): adapters learned on one set of weights are
+meaningless on another of the same shape (a retrained or replaced checkpoint); the same check against the loaded model, and
 the module-by-module shape check of memexp.adapters, run in `prepare`.
 
 Light at import (no torch): the schemas call `check_adapter_field`.
@@ -81,10 +83,19 @@ def _local_shape(backbone_cfg: Any) -> dict | None:
 
 
 def check_backbone(adapter: Optional[str], backbone_cfg: Any) -> None:
-    """Before any model loads: the adapter was trained on this run's backbone (ConfigError)."""
+    """Before any model loads: the adapter was trained on this run's backbone, and for a local
+    checkpoint on its weights, when the adapter records them (ConfigError)."""
     if adapter is None:
         return
-    why = mismatch(read_meta(adapter), backbone_cfg.name, backbone_cfg.arch, _local_shape(backbone_cfg))
+    from memexp.run_identity import weights_fingerprint
+
+    meta = read_meta(adapter)
+    why = mismatch(meta, backbone_cfg.name, backbone_cfg.arch, _local_shape(backbone_cfg))
+    trained = meta["backbone"].get("weights")
+    if why is None and trained is not None:
+        now = weights_fingerprint(backbone_cfg.pretrained)
+        if now is not None and now != trained:
+            why = f"weights: trained on checkpoint weights {trained}, this backbone's are {now}"
     if why:
         raise ConfigError(f"method.adapter={adapter}: made for another backbone ({why})")
 

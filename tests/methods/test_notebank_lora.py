@@ -25,15 +25,17 @@ def backbone():
     return load_backbone("tiny_gdn")
 
 
-def make_adapter(backbone, folder, b_scale: float, name="tiny_gdn", shape=None):
-    """An adapter folder as the recipe writes it, with B ~ b_scale * N(0, 1) (0: the initial B)."""
+def make_adapter(backbone, folder, b_scale: float, name="tiny_gdn", shape=None, weights=None):
+    """An adapter folder as the recipe writes it, with B ~ b_scale * N(0, 1) (0: the initial B);
+    `weights`: the base checkpoint's fingerprint it records (None: a record from before it did)."""
     lora = attach_lora(backbone, LoRAConfig(targets=TARGETS, rank=4, alpha=8.0, seed=3))
     gen = torch.Generator().manual_seed(7)
     with torch.no_grad():
         for u in lora.updates:
             u.lora_B.copy_(b_scale * torch.randn(u.lora_B.shape, generator=gen))
     save_adapters(lora, folder)
-    meta = {"backbone": {"name": name, "arch": "gdn", "shape": shape or TINY_SHAPE}, "method": "notebank",
+    meta = {"backbone": {"name": name, "arch": "gdn", "shape": shape or TINY_SHAPE, "weights": weights},
+            "method": "notebank",
             "r": 4, "alpha": 8.0, "layers": [0, 1], "targets": TARGETS, "replay_budget": 2, "recipe": {}}
     (folder / META_FILE).write_text(json.dumps(meta))
     return str(folder)
@@ -140,6 +142,35 @@ def test_other_backbone_stops_before_loading_with_one_line(backbone, tmp_path):
         with pytest.raises(ConfigError) as e:
             check_backbone(folder, cfg)
         assert "\n" not in str(e.value) and f"({what}:" in str(e.value), str(e.value)
+
+
+def test_other_weights_of_the_same_shape_stop_before_loading_with_one_line(backbone, tmp_path):
+    """An adapter trained on tiny_gdn's weights: its checkpoint copied elsewhere passes; the copy
+    with one tensor changed (same name, arch, shape, config) stops, naming the weights."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from memexp.config import BackboneConfig, asset_path
+    from memexp.run_identity import weights_fingerprint
+
+    shipped = asset_path("tiny_gdn")
+    copy, changed = tmp_path / "copy", tmp_path / "changed"
+    shutil.copytree(shipped, copy)
+    shutil.copytree(shipped, changed)
+    (copy / "config.json").write_text((copy / "config.json").read_text() + "\n")  # not a weight file
+    tensors = load_file(str(changed / "model.safetensors"))
+    name = sorted(tensors)[0]
+    tensors[name] = tensors[name].clone()
+    tensors[name].view(-1)[0] += 1e-3
+    save_file(tensors, str(changed / "model.safetensors"), metadata={"format": "pt"})
+    fingerprint = weights_fingerprint(shipped)
+    assert fingerprint == weights_fingerprint(copy) != weights_fingerprint(changed)
+    folder = make_adapter(backbone, tmp_path / "a", 0.0, weights=fingerprint)
+    check_backbone(folder, BackboneConfig(name="tiny_gdn", arch="gdn", pretrained=str(copy)))
+    with pytest.raises(ConfigError) as e:
+        check_backbone(folder, BackboneConfig(name="tiny_gdn", arch="gdn", pretrained=str(changed)))
+    assert "\n" not in str(e.value) and "(weights:" in str(e.value) and fingerprint in str(e.value)
 
 
 def test_other_shape_stops_at_prepare_with_one_line(backbone, tmp_path):

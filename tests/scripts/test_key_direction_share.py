@@ -3,7 +3,6 @@
 import math
 
 import torch
-
 from script_module import load_script
 
 

@@ -7,7 +7,8 @@ import random
 import pytest
 import torch
 
-from memexp.config import ConfigError
+from memexp.config import ConfigError, asset_path
+from memexp.run_identity import weights_fingerprint
 from memexp.training.cli import load_recipe
 from memexp.training.notebank_lora.data import nq_examples
 from memexp.training.notebank_lora.recipe import DataConfig
@@ -129,6 +130,44 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path):
     with pytest.raises(ConfigError) as e:  # a finished adapter of another recipe is not overwritten
         run(tiny(tmp_path, "cut", "steps=7"), log=lambda line: None)
     assert "\n" not in str(e.value) and "recipe.steps differs" in str(e.value)
+    # nor one of this recipe trained on other base weights (a replaced checkpoint of the same shape)
+    meta = tmp_path / "cut" / "notebank_lora.json"
+    record = json.loads(meta.read_text())
+    assert record["backbone"]["weights"] == weights_fingerprint(asset_path("tiny_gdn"))
+    record["backbone"]["weights"] = "0" * 16
+    meta.write_text(json.dumps(record))
+    with pytest.raises(ConfigError) as e:
+        run(tiny(tmp_path, "cut"), log=lambda line: None)
+    assert "\n" not in str(e.value) and "other tiny_gdn weights" in str(e.value)
+
+
+def test_replace_assets_retrains_a_shipped_adapter_of_other_weights_or_recipe(tmp_path, monkeypatch):
+    """replace_assets=true asks for the shipped folder to be this recipe's adapter on today's
+    weights: one of other weights, then one of another recipe, is trained over; a current one is kept."""
+    import memexp.training.notebank_lora.train as train
+
+    monkeypatch.setattr(train, "ASSETS_DIR", tmp_path)
+
+    def recipe(*extra):
+        return load_recipe(["recipe=notebank_lora", "backbone=tiny_gdn", "replace_assets=true", "asset=shipped",
+                            "data.lengths=[1024]", "data.tasks=[niah_single_1]", "data.samples=2",
+                            "data.examples=2", "accumulate=1", "steps=2", "log_every=100", "threads=1",
+                            *extra])[0]
+
+    run(recipe(), log=lambda line: None)
+    meta = tmp_path / "shipped" / "notebank_lora.json"
+    record = json.loads(meta.read_text())
+    record["backbone"]["weights"] = "0" * 16
+    meta.write_text(json.dumps(record))
+    lines = []
+    run(recipe(), log=lines.append)
+    assert not any("already trained" in line for line in lines)
+    assert json.loads(meta.read_text())["backbone"]["weights"] == weights_fingerprint(asset_path("tiny_gdn"))
+    run(recipe("steps=3"), log=lambda line: None)
+    assert json.loads(meta.read_text())["steps"] == 3
+    again = []
+    run(recipe("steps=3"), log=again.append)
+    assert "already trained" in again[0]
 
 
 def test_cached_reads_give_the_same_adapter_with_each_example_read_once(tmp_path, monkeypatch):

@@ -35,6 +35,7 @@ from memexp.backbones.base import Stopwatch
 from memexp.config import ASSETS_DIR, ConfigError
 from memexp.methods.read_adapter import META_FILE, model_shape
 from memexp.methods.rescale import apply_rescale
+from memexp.run_identity import weights_fingerprint
 from memexp.training.notebank_lora.data import TrainExample, train_examples
 from memexp.training.notebank_lora.recipe import NoteBankLoRARecipe
 
@@ -102,17 +103,23 @@ def output_dir(recipe: NoteBankLoRARecipe) -> Path:
     return Path(recipe.output).expanduser()
 
 
-def save_checkpoint(out: Path, recipe, step: int, lora, opt, history: list) -> None:
+def base_weights(recipe: NoteBankLoRARecipe) -> str | None:
+    """The fingerprint of the weights the adapter trains on (memexp.run_identity.weights_fingerprint):
+    an adapter learned on other weights of the same shape is not this recipe's result."""
+    return weights_fingerprint(run_config(recipe).backbone.pretrained)
+
+
+def save_checkpoint(out: Path, recipe, step: int, lora, opt, history: list, weights: str | None) -> None:
     """Atomically: the adapter tensors, the optimiser and the loss history after `step` updates."""
     folder = out / CHECKPOINT
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / "state.pt.tmp"
-    torch.save({"step": step, "recipe": semantic(recipe), "lora": lora.tensors(), "optimizer": opt.state_dict(),
-                "history": history}, tmp)
+    torch.save({"step": step, "recipe": semantic(recipe), "weights": weights, "lora": lora.tensors(),
+                "optimizer": opt.state_dict(), "history": history}, tmp)
     os.replace(tmp, folder / "state.pt")
 
 
-def resume(out: Path, recipe, lora, opt) -> tuple[int, list]:
+def resume(out: Path, recipe, lora, opt, weights: str | None) -> tuple[int, list]:
     """(updates already done, their history) from the last checkpoint in `out`, or (0, [])."""
     path = out / CHECKPOINT / "state.pt"
     if not path.exists():
@@ -122,14 +129,19 @@ def resume(out: Path, recipe, lora, opt) -> tuple[int, list]:
         differs = next(k for k in semantic(recipe) if saved["recipe"].get(k) != semantic(recipe)[k])
         raise ConfigError(f"recipe.output={out}: holds a checkpoint of another recipe (recipe.{differs} differs); "
                           f"choose another recipe.output or remove {path.parent}")
+    if saved.get("weights") != weights:
+        raise ConfigError(f"recipe.output={out}: holds a checkpoint trained on other {recipe.backbone} weights "
+                          f"({saved.get('weights')}, now {weights}); choose another recipe.output or remove "
+                          f"{path.parent}")
     lora.load_tensors(saved["lora"])
     opt.load_state_dict(saved["optimizer"])
     return saved["step"], saved["history"]
 
 
-def already_done(out: Path, recipe) -> dict | None:
-    """The record of a finished adapter of this recipe in `out`, None when there is none; a
-    finished adapter of another recipe is never overwritten (one-line ConfigError)."""
+def already_done(out: Path, recipe, weights: str | None) -> dict | None:
+    """The record of a finished adapter of this recipe on these base weights in `out`, None when
+    there is none. A finished adapter of another recipe or of other weights is replaced under
+    replace_assets (what the flag asks for) and never overwritten elsewhere (one-line ConfigError)."""
     meta = out / META_FILE
     if not meta.exists() or (out / CHECKPOINT).exists():
         return None
@@ -137,8 +149,16 @@ def already_done(out: Path, recipe) -> dict | None:
     mine = json.loads(json.dumps(semantic(recipe)))
     if record.get("recipe_semantic") != mine:
         differs = next((k for k in mine if record.get("recipe_semantic", {}).get(k) != mine[k]), "recipe")
+        if recipe.replace_assets:
+            return None
         raise ConfigError(f"recipe.output={out}: holds an adapter of another recipe (recipe.{differs} differs); "
                           f"choose another recipe.output")
+    trained = record.get("backbone", {}).get("weights")
+    if trained != weights:
+        if recipe.replace_assets:
+            return None
+        raise ConfigError(f"recipe.output={out}: holds an adapter trained on other {recipe.backbone} weights "
+                          f"({trained}, now {weights}); choose another recipe.output")
     return record
 
 
@@ -148,7 +168,8 @@ def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
     from memexp.methods import build_method
 
     out = output_dir(recipe)
-    done = already_done(out, recipe)
+    weights = base_weights(recipe)
+    done = already_done(out, recipe, weights)
     if done is not None:
         log(f"{out}: already trained by this recipe ({done['steps']} updates); nothing to do")
         return done
@@ -163,7 +184,7 @@ def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
     examples = train_examples(recipe.data, recipe.data_path, backbone.tokenizer)
     params = lora.trainable_parameters()
     opt = torch.optim.AdamW(params, lr=recipe.lr, betas=tuple(recipe.betas), weight_decay=recipe.weight_decay)
-    start, history = resume(out, recipe, lora, opt)
+    start, history = resume(out, recipe, lora, opt, weights)
     if start:
         log(f"resuming {out} after update {start}/{recipe.steps}")
     sink = _logger(recipe, out)
@@ -196,19 +217,20 @@ def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
                 f"grad norm {grad_norm:.3f} lr {row['lr']:.1e} "
                 f"({sum(r['tokens'] for r in window) / max(seconds, 1e-9):.0f} tok/s)")
         if (step + 1) % recipe.checkpoint_every == 0 and step + 1 < recipe.steps:
-            save_checkpoint(out, recipe, step + 1, lora, opt, history)
+            save_checkpoint(out, recipe, step + 1, lora, opt, history, weights)
             log(f"checkpoint {out / CHECKPOINT} at update {step + 1}")
         if (step + 1) % recipe.log_every == 0:
             t0, window = time.perf_counter(), []
     lora.eval()
-    return finish(out, recipe, cfg, backbone, lora, examples, history, log)
+    return finish(out, recipe, cfg, backbone, lora, examples, history, weights, log)
 
 
-def finish(out: Path, recipe, cfg, backbone, lora, examples, history, log) -> dict:
+def finish(out: Path, recipe, cfg, backbone, lora, examples, history, weights, log) -> dict:
     """Write the adapter folder (tensors, spec, notebank_lora.json) and drop the checkpoint."""
     digest = save_adapters(lora, out)
     record = {
-        "backbone": {"name": cfg.backbone.name, "arch": cfg.backbone.arch, "shape": model_shape(backbone.config)},
+        "backbone": {"name": cfg.backbone.name, "arch": cfg.backbone.arch, "shape": model_shape(backbone.config),
+                     "weights": weights},
         "method": cfg.method.name,
         "r": recipe.lora.rank, "alpha": recipe.lora.alpha, "layers": list(recipe.lora.layers),
         "targets": list(recipe.lora.modules), "rows": dict(recipe.lora.rows),
