@@ -188,7 +188,8 @@ def main() -> None:
     parser.add_argument("--measure", type=Path, help="a checkpoint to measure instead")
     parser.add_argument("--seed", type=int, default=8, help="RULER seed of --measure (a validation seed)")
     parser.add_argument("--samples", type=int, default=20)
-    parser.add_argument("--conv-size", type=int, default=8)
+    parser.add_argument("--conv-size", type=int, default=None,
+                        help="taps after widening (default: 8, or the checkpoint's own when it has more)")
     parser.add_argument("--layer", type=int, default=0)
     parser.add_argument("--head", type=int, default=3, help="-1: widen only (the control)")
     parser.add_argument("--key-offset", type=int, default=4)
@@ -207,6 +208,8 @@ def main() -> None:
     if not args.out:
         parser.error("--out is required unless --measure is given")
     config = json.loads((args.checkpoint / "config.json").read_text())
+    if args.conv_size is None:
+        args.conv_size = max(8, config["conv_size"])
     weights = widen_convs(load_file(str(args.checkpoint / "model.safetensors")), args.conv_size)
     if args.keep_taps and not args.decorrelate:
         parser.error("--keep-taps leaves the head as it is unless --decorrelate is given")

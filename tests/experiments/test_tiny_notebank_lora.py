@@ -10,6 +10,7 @@ from safetensors.torch import load_file
 
 from memexp.adapters.io import file_hash
 from memexp.config import ASSETS_DIR
+from memexp.run_identity import weights_fingerprint
 from memexp.training.cli import load_recipe
 from memexp.training.notebank_lora.train import semantic
 
@@ -24,6 +25,8 @@ def test_shipped_adapter_is_the_recipe_files(method, replay):
     meta = json.loads((SHIPPED / method / "notebank_lora.json").read_text())
     assert meta["recipe_semantic"] == json.loads(json.dumps(semantic(recipe)))
     assert meta["backbone"]["name"] == "tiny_gdn_words" and meta["method"] == method
+    # trained on the shipped tiny_gdn_words weights (a replaced model needs these retrained)
+    assert meta["backbone"]["weights"] == weights_fingerprint(ASSETS_DIR / "tiny_gdn_words")
     assert meta["steps"] == recipe.steps == len(meta["history"]) and meta["r"] == 8 and meta["alpha"] == 16.0
     # q, k, v, o of 4 layers at r = 8: each 128 x 128 projection gets A (8 x 128) and B (128 x 8)
     tensors = load_file(str(SHIPPED / method / "adapter_model.safetensors"))
@@ -37,7 +40,7 @@ def test_shipped_adapter_is_the_recipe_files(method, replay):
 
 
 def test_nb_lora_reads_the_replayed_needle_nb_tf_does_not(tmp_path):
-    # at 16x the training length (README, seed 42, 20 examples: NB-LoRA 70, NB-TF 0; 3 of these 4)
+    # at 16x the training length (README, seed 42, 20 examples: NB-LoRA 100, NB-TF 30)
     short = ("bench.lengths=[16384]", "bench.num_samples=4")
     lora = records(run_preset(tmp_path / "lora", PRESET, "notebank", *short))
     tf = records(run_preset(tmp_path / "tf", PRESET, "notebank", "method.adapter=null", *short))

@@ -47,7 +47,7 @@ def test_the_default_run_is_training_free_notebank_on_tiny_gdn_words():
     cfg = load_config([])  # the quick start: `python -m memexp run`
     assert (cfg.backbone.name, cfg.method.name, cfg.bench.name) == ("tiny_gdn_words", "notebank", "ruler")
     # conf/method_for_backbone/notebank_tiny_gdn_words.yaml: the native router, no read adapter
-    assert cfg.method == NoteBankConfig(rescale=0.0, layers=[1, 2, 3], address_dim=None)
+    assert cfg.method == NoteBankConfig(rescale=0.0, layers=[0], address_dim=None, replay_budget=4)
     assert cfg.bench.lengths == [1024, 16384] and cfg.bench.num_samples == 4 and cfg.bench.essay_standin
 
 

@@ -59,7 +59,7 @@ def test_cfg_job_prints_every_schema_field_of_the_default_run():
     # values: the default run (conf/config.yaml + the tiny_gdn_words override files): the native
     # router on the six NIAH tasks at the training length and 16x it, no read adapter (training-free)
     assert job["method"]["router"] == "native" and job["method"]["adapter"] is None
-    assert job["method"]["layers"] == [1, 2, 3] and job["bench"]["lengths"] == [1024, 16384]
+    assert job["method"]["layers"] == [0] and job["bench"]["lengths"] == [1024, 16384]
     assert len(job["bench"]["tasks"]) == 6 and job["bench"]["essay_standin"] is True
     assert job["backbone"]["pretrained"] == "${memexp_asset:tiny_gdn_words}" and job["logger"]["name"] == "none"
 

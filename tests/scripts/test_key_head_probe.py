@@ -5,16 +5,16 @@ import json
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
+from script_module import load_script
 
 from memexp.config import ASSETS_DIR
-from script_module import load_script
 
 SHIPPED = ASSETS_DIR / "tiny_gdn_words"
 
 
 def test_widened_convs_give_the_shipped_models_logits(tmp_path):
-    """The shipped checkpoint and its copy with 8-tap convs (zeros on the new taps) give the same
-    logits on a random sequence, loaded through memexp's own loader."""
+    """The shipped checkpoint and its copy with four more taps per conv (zeros on the new taps) give
+    the same logits on a random sequence, loaded through memexp's own loader."""
     import shutil
 
     from safetensors.torch import save_file
@@ -22,9 +22,10 @@ def test_widened_convs_give_the_shipped_models_logits(tmp_path):
     from memexp.backbones import load_backbone
 
     probe = load_script("key_head_probe")
-    save_file(probe.widen_convs(load_file(str(SHIPPED / "model.safetensors")), 8), str(tmp_path / "model.safetensors"))
     config = json.loads((SHIPPED / "config.json").read_text())
-    (tmp_path / "config.json").write_text(json.dumps({**config, "conv_size": 8}))
+    wide = config["conv_size"] + 4
+    save_file(probe.widen_convs(load_file(str(SHIPPED / "model.safetensors")), wide), str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps({**config, "conv_size": wide}))
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(SHIPPED / name, tmp_path / name)
     ids = torch.randint(0, config["vocab_size"], (1, 40), generator=torch.Generator().manual_seed(0))
@@ -32,7 +33,7 @@ def test_widened_convs_give_the_shipped_models_logits(tmp_path):
     for path in (SHIPPED, tmp_path):
         backbone = load_backbone({"name": "tiny_gdn_words", "arch": "gdn", "pretrained": str(path),
                                   "device": "cpu", "dtype": "float32"})
-        assert backbone.model.model.layers[0].attn.k_conv1d.weight.shape[-1] == (4 if path == SHIPPED else 8)
+        assert backbone.model.model.layers[0].attn.k_conv1d.weight.shape[-1] == (wide - 4 if path == SHIPPED else wide)
         logits.append(backbone.forward(backbone.init_state(), ids))
     assert torch.allclose(logits[0], logits[1], atol=1e-5)
 
@@ -116,7 +117,9 @@ def test_decorrelated_head_ignores_the_shared_direction_and_leaves_the_others():
         key = f"model.layers.0.attn.{name}.weight"
         assert torch.equal(weights[key][:4], before[key][:4])
     # the words' own differences survive: their keys are far from parallel, unlike the raw rows'
-    cosine = lambda f: (F.normalize(f, dim=-1) @ F.normalize(f, dim=-1).T)[~torch.eye(50, dtype=torch.bool)].mean()
+    def cosine(f):
+        return (F.normalize(f, dim=-1) @ F.normalize(f, dim=-1).T)[~torch.eye(50, dtype=torch.bool)].mean()
+
     assert cosine(x @ before["model.layers.0.attn.k_proj.weight"][4:].T) > 0.9
     assert cosine(x @ k[4:].T).abs() < 0.2
 
@@ -136,9 +139,10 @@ def test_keep_taps_decorrelates_the_head_and_leaves_every_conv_as_trained(tmp_pa
     out = tmp_path / "probe"
     monkeypatch.setattr(sys, "argv", ["key_head_probe", "--out", str(out), "--decorrelate", "--keep-taps"])
     probe.main()
-    shipped = probe.widen_convs(load_file(str(SHIPPED / "model.safetensors")), 8)
-    written = load_file(str(out / "model.safetensors"))
     config = json.loads((SHIPPED / "config.json").read_text())
+    assert json.loads((out / "config.json").read_text())["conv_size"] == max(8, config["conv_size"])
+    shipped = probe.widen_convs(load_file(str(SHIPPED / "model.safetensors")), max(8, config["conv_size"]))
+    written = load_file(str(out / "model.safetensors"))
     rows = slice(3 * config["head_dim"], 4 * config["head_dim"])
     prefix = "model.layers.0.attn."
     x = rms_norm(shipped["model.embeddings.weight"], shipped["model.layers.0.attn_norm.weight"], config["norm_eps"])

@@ -255,7 +255,7 @@ def test_centered_layers_keys_average_to_zero_over_the_batch_they_were_centred_o
     ("stages.0.form=replay", "recipe.stages.0.form"),
     ("induction_layers=9", "recipe.induction_layers"),
     ("induction_context=[1,2]", "recipe.induction_context"),  # 4 heads
-    ("induction_context=[1,2,4,1]", "recipe.induction_context"),  # beyond the short conv's reach
+    ("induction_context=[1,2,4,10]", "recipe.induction_context"),  # beyond the 10-tap short conv's reach
     ("carrier_heads=5", "recipe.carrier_heads"),  # 4 heads
     ("lexical_heads=5", "recipe.lexical_heads"),  # 4 heads
     ("carrier_heads=2 lexical_heads=3", "recipe.lexical_heads"),  # both take the last heads of layer 0
@@ -276,7 +276,7 @@ def test_a_wrong_value_names_its_field(override, field):
 
 def test_induction_context_reaches_as_far_as_the_short_conv():
     """n taps back needs a conv of n + 1 taps: [1, 2, 4, 5] is allowed with model.conv_size = 6 and
-    refused with the default 4 or with 5 (its error names the field and the reach)."""
+    refused with 4 or 5 (its error names the field and the reach)."""
     recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.conv_size=6", "induction_context=[1,2,4,5]"])
     assert recipe.induction_context == [1, 2, 4, 5]
     for conv in ("4", "5"):
@@ -295,7 +295,9 @@ def test_the_keys_tied_attempts_stages_file_loads_as_its_header_says():
     path = Path(__file__).resolve().parents[2] / "docs" / "experiments" / "tiny_gdn_words_keys_tied_stages.yaml"
     text = path.read_text()
     assert '"stages=$(cat docs/experiments/tiny_gdn_words_keys_tied_stages.yaml)"' in text
-    recipe, _ = load_recipe(["recipe=tiny_gdn_words", f"stages={text}"])
+    then = "model.conv_size=4 induction_layers=1 lexical_heads=0 lexical_whiten=false"  # the recipe of that date
+    assert then in text
+    recipe, _ = load_recipe(["recipe=tiny_gdn_words", f"stages={text}", *then.split()])
     assert recipe.stages[0].tied_qk_layers == [1, 2, 3]
     named = {t for s in recipe.stages for t in s.tasks}
     assert {"multikey_noise", "multikey_essay_2", "multiquery_half"} <= named and set(SIX_TASKS) <= named
