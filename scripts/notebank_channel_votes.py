@@ -49,14 +49,20 @@ def best_question_tokens(addresses: torch.Tensor, queries: torch.Tensor) -> tupl
     return best.tolist(), [int(sims[j, n].argmax()) for j, n in enumerate(best.tolist())]
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """Overrides and options in any order (`bench.seed=8 --draws 0 "method.layers=[0]"`)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("overrides", nargs="*")
     parser.add_argument("--draws", type=int, default=3, help="random coordinate selections to compare")
     parser.add_argument("--coordinates", type=int, default=16)
     parser.add_argument("--matches", action="store_true",
                         help="for each task's first question: each channel's note and best-matching question token")
-    args = parser.parse_args()
+    # plain parse_args stops taking positionals at the first option: overrides after --draws were refused
+    return parser.parse_intermixed_args(argv)
+
+
+def main() -> None:
+    args = parse()
     torch.set_num_threads(2)
     cfg = load_config(BASE + ["method.address_dim=null"] + args.overrides)
     backbone = load_backbone(cfg.backbone)

@@ -31,3 +31,9 @@ def test_top_r_follows_the_vote_count_and_ties_go_to_the_earlier_note():
     tie = torch.stack([e[1], e[3], e[2]])[None]  # channel 1 matches no note: all cosines 0, its vote to note 0
     hits, found = votes_hit(addresses, tie, torch.tensor([True, False, False]), 1)
     assert hits.tolist() == [False, True, False] and found is True  # 1 vote each: note 0, the earlier, wins
+
+
+def test_overrides_may_follow_the_options():
+    votes = load_script("notebank_channel_votes")
+    args = votes.parse(["bench.seed=8", "--draws", "0", "method.layers=[0]", "--matches"])
+    assert args.overrides == ["bench.seed=8", "method.layers=[0]"] and args.draws == 0 and args.matches
