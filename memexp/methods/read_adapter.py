@@ -4,16 +4,17 @@ Plain + LoRA control), NoteBank paper Section 3.2 and App. B.4.
 An adapter folder is what `python -m memexp train recipe=notebank_lora` writes: the LoRA spec and
 tensors (memexp.adapters: adapter_config.json, adapter_model.safetensors) and `notebank_lora.json`,
 which records the backbone it was trained on (name, arch, shape, and a local checkpoint's weights
-fingerprint), r, alpha, layers, target
-projections, R and the recipe. A method holds an `AdapterSlot`: `prepare(backbone)` loads the
-adapters onto that backbone, `on(backbone)` switches them on for a block (the readout), and
-`record()` is what every answer record carries (path and content hash).
+fingerprint), r, alpha, layers, target projections, R and the recipe. A method holds an
+`AdapterSlot`: `prepare(backbone)` loads the adapters onto that backbone, `on(backbone)` switches
+them on for a block (the readout), and `record()` is what every answer record carries (path and
+content hash).
 
 The checks that need no model (the folder is an adapter folder; its backbone is the run's, by
-name, arch and, for a local checkpoint, the shape in its config.json) run before any model
-loads (`check_backbone`, from memexp.run_checks): adapters learned on one set of weights are
-meaningless on another of the same shape (a retrained or replaced checkpoint); the same check against the loaded model, and
-the module-by-module shape check of memexp.adapters, run in `prepare`.
+name, arch and, for a local checkpoint, the shape in its config.json and its weights) run before
+any model loads (`check_backbone`, from memexp.run_checks): adapters learned on one set of weights
+mean nothing on another of the same shape (a retrained or replaced checkpoint). The same shape
+check against the loaded model, and the module-by-module shape check of memexp.adapters, run in
+`prepare`.
 
 Light at import (no torch): the schemas call `check_adapter_field`.
 """
