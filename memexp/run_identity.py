@@ -83,9 +83,13 @@ def path_fingerprint(path: Path) -> dict[str, Any]:
     path = path.expanduser()
     if path.is_file():
         return {"file": path.name, **file_fingerprint(path)}
-    files = sorted(p for p in path.rglob("*") if p.is_file() and not any(
-        part.startswith(".") for part in p.relative_to(path).parts))
-    return {"dir": {str(p.relative_to(path)): file_fingerprint(p) for p in files}}
+    return {"dir": {str(p.relative_to(path)): file_fingerprint(p) for p in _visible_files(path)}}
+
+
+def _visible_files(root: Path) -> list[Path]:
+    """The files under `root`, sorted, hidden ones (and those in hidden folders) left out."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and not any(
+        part.startswith(".") for part in p.relative_to(root).parts))
 
 
 def weights_fingerprint(pretrained: str | None) -> str | None:
@@ -95,8 +99,7 @@ def weights_fingerprint(pretrained: str | None) -> str | None:
     if not pretrained or not Path(pretrained).expanduser().is_dir():
         return None
     root = Path(pretrained).expanduser()
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES and not any(
-        part.startswith(".") for part in p.relative_to(root).parts))
+    files = [p for p in _visible_files(root) if p.suffix in WEIGHT_SUFFIXES]
     if not files:
         return None
     prints = {str(p.relative_to(root)): file_fingerprint(p) for p in files}

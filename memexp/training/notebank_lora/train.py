@@ -103,12 +103,6 @@ def output_dir(recipe: NoteBankLoRARecipe) -> Path:
     return Path(recipe.output).expanduser()
 
 
-def base_weights(recipe: NoteBankLoRARecipe) -> str | None:
-    """The fingerprint of the weights the adapter trains on (memexp.run_identity.weights_fingerprint):
-    an adapter learned on other weights of the same shape is not this recipe's result."""
-    return weights_fingerprint(run_config(recipe).backbone.pretrained)
-
-
 def save_checkpoint(out: Path, recipe, step: int, lora, opt, history: list, weights: str | None) -> None:
     """Atomically: the adapter tensors, the optimiser and the loss history after `step` updates."""
     folder = out / CHECKPOINT
@@ -168,13 +162,15 @@ def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
     from memexp.methods import build_method
 
     out = output_dir(recipe)
-    weights = base_weights(recipe)
+    cfg = run_config(recipe)
+    # the weights the adapter trains on: one learned on other weights of the same shape is not
+    # this recipe's result (memexp.run_identity.weights_fingerprint)
+    weights = weights_fingerprint(cfg.backbone.pretrained)
     done = already_done(out, recipe, weights)
     if done is not None:
         log(f"{out}: already trained by this recipe ({done['steps']} updates); nothing to do")
         return done
     torch.set_num_threads(recipe.threads)
-    cfg = run_config(recipe)
     backbone = load_backbone(cfg.backbone)
     freeze_base(backbone)
     method = build_method(cfg.method)
