@@ -317,9 +317,20 @@ def _swept() -> set[str] | None:
 
 
 def _hydra_args(argv: list[str]):
+    """Hydra's own flags and overrides, in any order: `run progress=false -m method=a,b` too. Hydra's
+    parser (plain parse_args) refuses a flag after the first override, so `hydra_run` hands Hydra
+    `flags_first(argv)`."""
     from hydra._internal.utils import get_args_parser
 
-    return get_args_parser().parse_args(argv)
+    return get_args_parser().parse_intermixed_args(argv)
+
+
+def flags_first(argv: list[str], overrides: list[str]) -> list[str]:
+    """argv with its overrides (as parsed, in their order) moved after every flag and flag value."""
+    flags = list(argv)
+    for override in overrides:
+        flags.remove(override)
+    return flags + overrides
 
 
 def hydra_run(argv: list[str]) -> int:
@@ -347,7 +358,7 @@ def hydra_run(argv: list[str]) -> int:
     saved = sys.argv
     # the name shell completion installs for: the `memexp` console script (with `run` added back
     # by memexp.__main__ when a completion query arrives without it)
-    sys.argv = ["memexp", *schema_overrides(argv)]
+    sys.argv = ["memexp", *schema_overrides(flags_first(argv, args.overrides))]
     try:
         hydra.main(version_base="1.3", config_path=PRIMARY, config_name="config")(run_job)()
     except SystemExit as e:

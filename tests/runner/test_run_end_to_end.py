@@ -85,7 +85,8 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
 
 
 def test_multirun_writes_one_folder_per_job(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "memexp", "run", "-m", *ARGS, f"output_dir={tmp_path}",
+    """-m after overrides (Hydra's own parser takes its flags only before them; memexp reorders)."""
+    out = subprocess.run([sys.executable, "-m", "memexp", "run", *ARGS, "-m", f"output_dir={tmp_path}",
                           "bench.num_samples=1", "bench.lengths=[512],[640]",
                           f"hydra.sweep.dir={tmp_path / 'sweep'}"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
