@@ -157,11 +157,16 @@ def tokenizer_corpus(seed: int, num_examples: int = 400):
     yield " ".join(" ".join(words) for words in word_subset())
 
 
-def copy_example(vocab: list[int], max_tokens: int, rng: random.Random, bos_id: int, eos_id: int) -> WordsExample:
+def copy_example(vocab: list[int], max_tokens: int, rng: random.Random, bos_id: int, eos_id: int,
+                 alphabet: int = 0) -> WordsExample:
     """BOS, a passage of tokens drawn uniformly from `vocab[1:]`, `vocab[0]` (the newline), the same passage,
-    EOS; the target is the second passage (and EOS). Its length is drawn so it fits `max_tokens`."""
+    EOS; the target is the second passage (and EOS). Its length is drawn so it fits `max_tokens`.
+    `alphabet` > 0 draws the passage from that many tokens of `vocab[1:]`, a new choice per passage:
+    then one token rarely tells which comes next, as in a UUID (a few hex letters, digit groups and
+    '-'), and only a copy keyed on several preceding tokens follows the passage."""
     n = rng.randint(max(4, max_tokens // 8), max(4, (max_tokens - 3) // 2))
-    passage = [rng.choice(vocab[1:]) for _ in range(n)]
+    letters = rng.sample(vocab[1:], alphabet) if alphabet else vocab[1:]
+    passage = [rng.choice(letters) for _ in range(n)]
     first = [bos_id] + passage + [vocab[0]]
     return WordsExample("copy", first + passage + [eos_id], len(first), "copy", None, len(first))
 

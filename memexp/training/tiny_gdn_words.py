@@ -79,6 +79,10 @@ class WordsStage:
     # ruler: RULER's NIAH examples; copy: the copying warm-up (niah_words.copy_example), tasks and
     # question unused
     form: str = "ruler"
+    # copy form only: draw each passage from this many tokens (a new choice per passage) instead of the
+    # whole vocabulary, so that the copy must be keyed on several preceding tokens (niah_words.copy_example);
+    # 0 = the whole vocabulary
+    copy_alphabet: int = 0
     # the LM loss weight on every token of the question (after the context, before the answer); 0 = off,
     # as in every shipped stage. Meant to make the model write at the needle's key tokens (predicting
     # "... number for" -> the key), so that NoteBank's representative token (Eq. 4) lands on them; a
@@ -162,6 +166,8 @@ class TinyGDNWordsRecipe:
                 raise ConfigError(f"{where}.question={s.question!r}: allowed values are {', '.join(QUESTIONS)}")
             if s.steps < 0 or s.batch_size < 1 or s.lr <= 0:
                 raise ConfigError(f"{where}: steps >= 0, batch_size >= 1 and lr > 0 are required")
+            if s.copy_alphabet and (s.form != "copy" or s.copy_alphabet < 2):
+                raise ConfigError(f"{where}.copy_alphabet={s.copy_alphabet}: 0, or >= 2 in a stage with form: copy")
             if s.question_weight < 0:
                 raise ConfigError(f"{where}.question_weight={s.question_weight}: must be >= 0")
         if self.init not in ("torch", "fla"):
@@ -221,7 +227,7 @@ def step_examples(recipe: TinyGDNWordsRecipe, stage: WordsStage, step: int, toke
     for i in range(stage.batch_size):
         own = stream(recipe.seed, stage.name, step, i)
         if vocab:
-            texts.append(copy_example(vocab, budget, own, tokenizer.bos_id, tokenizer.eos_id))
+            texts.append(copy_example(vocab, budget, own, tokenizer.bos_id, tokenizer.eos_id, stage.copy_alphabet))
             continue
         task = own.choice(stage.tasks) if stage.tasks else pick_task(own, recipe.variant_share)
         texts.append(example(tokenizer, task, budget, own, stage.question))

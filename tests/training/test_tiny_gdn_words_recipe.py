@@ -266,6 +266,8 @@ def test_centered_layers_keys_average_to_zero_over_the_batch_they_were_centred_o
     ("stages.1.tied_qk_layers=[4]", "recipe.stages.1.tied_qk_layers"),
     ("stages.1.tied_qk_layers=[2,2]", "recipe.stages.1.tied_qk_layers"),
     ("stages.1.tied_qk_layers=[0]", "recipe.stages.1.tied_qk_layers"),  # layer 0 is the induction layer
+    ("stages.1.copy_alphabet=8", "recipe.stages.1.copy_alphabet"),  # stage 1 is not a copy stage
+    ("stages.0.copy_alphabet=1", "recipe.stages.0.copy_alphabet"),
     ("stages.1.centered_qk_layers=[4]", "recipe.stages.1.centered_qk_layers"),
     ("stages.1.centered_qk_layers=[1,1]", "recipe.stages.1.centered_qk_layers"),
 ])
@@ -282,6 +284,38 @@ def test_induction_context_reaches_as_far_as_the_short_conv():
     for conv in ("4", "5"):
         with pytest.raises(ConfigError, match=rf"recipe\.induction_context=.*1 to {int(conv) - 1}"):
             load_recipe(["recipe=tiny_gdn_words", f"model.conv_size={conv}", "induction_context=[1,2,4,5]"])
+
+
+def test_a_small_alphabet_copy_passage_needs_more_than_one_token_of_context():
+    """copy_alphabet=k: each passage uses at most k distinct tokens, chosen anew per passage, and its
+    target is the passage again. A one-token copy is lost at a position whose previous token is
+    followed elsewhere in the passage by another token: counted here, most positions of an
+    8-token-alphabet passage, few of a whole-vocabulary one of the same length."""
+    from memexp.training.niah_words import copy_example, copy_vocabulary, stream, tokenizer_corpus
+    from memexp.training.words_tokenizer import train_tokenizer
+
+    tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
+    vocab = copy_vocabulary(tok)
+
+    def lost(passage):
+        follows = {}
+        for a, b in zip(passage, passage[1:]):
+            follows.setdefault(a, set()).add(b)
+        return sum(len(follows[a]) > 1 for a in passage[:-1]), len(passage) - 1
+
+    alphabets, small, whole = set(), [0, 0], [0, 0]
+    for i in range(40):
+        ex = copy_example(vocab, 256, stream(0, "alphabet", i), tok.bos_id, tok.eos_id, alphabet=8)
+        n = (len(ex.ids) - 3) // 2
+        first, second = ex.ids[1:1 + n], ex.ids[ex.answer_start:-1]
+        assert ex.ids[0] == tok.bos_id and ex.ids[1 + n] == vocab[0] and ex.ids[-1] == tok.eos_id
+        assert first == second and len(set(first)) <= 8 and vocab[0] not in first
+        alphabets.add(frozenset(first))
+        small = [x + y for x, y in zip(small, lost(first))]
+        plain = copy_example(vocab, 256, stream(0, "alphabet", i), tok.bos_id, tok.eos_id)
+        whole = [x + y for x, y in zip(whole, lost(plain.ids[1:1 + (len(plain.ids) - 3) // 2]))]
+    assert len(alphabets) == 40  # a new alphabet per passage
+    assert small[0] / small[1] > 0.8 and whole[0] / whole[1] < 0.2, (small, whole)
 
 
 def test_the_keys_tied_attempts_stages_file_loads_as_its_header_says():
