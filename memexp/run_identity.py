@@ -214,9 +214,11 @@ def library_versions() -> dict[str, str | None]:
 
 
 def session() -> dict[str, Any]:
-    """Who ran (or resumed) the folder, with what code."""
+    """Who ran (or resumed) the folder, with what code, on how many torch CPU threads."""
+    torch = sys.modules.get("torch")
     return {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": socket.gethostname(), "pid": os.getpid(),
-            "argv": sys.argv, "git_commit": _git_commit(), "versions": library_versions()}
+            "argv": sys.argv, "git_commit": _git_commit(), "versions": library_versions(),
+            "torch_threads": torch.get_num_threads() if torch is not None else None}
 
 
 def write_provenance(folder: Path, ident: dict) -> None:

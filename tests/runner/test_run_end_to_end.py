@@ -56,6 +56,16 @@ def test_run_writes_the_folder_and_a_rerun_recomputes_nothing(tmp_path):
     assert (folder / "records.jsonl").read_bytes() == before
 
 
+def test_each_session_records_the_torch_threads_it_ran_on(tmp_path):
+    """provenance.json's sessions say how many torch CPU threads ran the model (a wall time is read
+    with it): threads=1, then a resume with threads=2, in the same folder."""
+    for threads in (1, 2):
+        out = memexp_run(tmp_path, "bench.num_samples=1", f"threads={threads}")
+        assert out.returncode == 0, out.stderr
+    sessions = json.loads((only_folder(tmp_path) / "provenance.json").read_text())["sessions"]
+    assert [s["torch_threads"] for s in sessions] == [1, 2]
+
+
 def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
     n = 8
     whole = memexp_run(tmp_path / "whole", f"bench.num_samples={n}")
