@@ -89,6 +89,12 @@ class WordsStage:
     # 500-step stage did not (docs/benchmarks.md, "why native routing misses the needle"). The
     # question is RULER's own input, so this is no replay form.
     question_weight: float = 0.0
+    # deep supervision of one layer's read: `lens_weight` x the answer tokens' cross-entropy of layer
+    # `lens_layer`'s attention output read through the final norm and the LM head, as if no later
+    # layer followed. Meant for the lexical layer, whose keys find the asked needle (docs/benchmarks.md,
+    # "the key is found and not read") while its output does not name the needle's value. 0 = off.
+    lens_layer: int = 0
+    lens_weight: float = 0.0
     # layers whose query becomes their key from this stage on (q_proj and q_conv1d take k_proj's and
     # k_conv1d's weights and share them, so q_t = k_t at every token; see tie_queries_to_keys). The
     # checkpoint stores both, equal, in FLA's format. Empty = no change (every shipped stage; tried:
@@ -168,6 +174,8 @@ class TinyGDNWordsRecipe:
                 raise ConfigError(f"{where}: steps >= 0, batch_size >= 1 and lr > 0 are required")
             if s.copy_alphabet and (s.form != "copy" or s.copy_alphabet < 2):
                 raise ConfigError(f"{where}.copy_alphabet={s.copy_alphabet}: 0, or >= 2 in a stage with form: copy")
+            if s.lens_weight < 0:
+                raise ConfigError(f"{where}.lens_weight={s.lens_weight}: must be >= 0")
             if s.question_weight < 0:
                 raise ConfigError(f"{where}.question_weight={s.question_weight}: must be >= 0")
         if self.init not in ("torch", "fla"):
@@ -202,6 +210,9 @@ class TinyGDNWordsRecipe:
                 if any(not 0 <= t < layers for t in listed) or len(set(listed)) != len(listed):
                     raise ConfigError(f"recipe.stages.{i}.{name}={listed}: distinct layer indices from 0 to "
                                       f"{layers - 1} (recipe.model.num_hidden_layers = {layers})")
+            if s.lens_weight and not 0 <= s.lens_layer < layers:
+                raise ConfigError(f"recipe.stages.{i}.lens_layer={s.lens_layer}: allowed values are 0 to {layers - 1} "
+                                  f"(recipe.model.num_hidden_layers = {layers})")
             tied = s.tied_qk_layers
             if self.lexical_heads and 0 in tied:
                 raise ConfigError(f"recipe.stages.{i}.tied_qk_layers: layer 0 holds recipe.lexical_heads="
@@ -257,10 +268,21 @@ def batch(texts: list[WordsExample], pad_id: int, other_positions: int, generato
 
 
 def step_loss(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, inputs, targets, answer, other,
-              question=None, question_weight: float = 0.0):
-    """(loss, answer-token hits [n_answer], per-row all-answer-tokens-right [B])."""
-    hidden = backbone.train_hidden(inputs)
+              question=None, question_weight: float = 0.0, lens: tuple[int, float] | None = None):
+    """(loss, answer-token hits [n_answer], per-row all-answer-tokens-right [B]). `lens` = (layer,
+    weight) adds weight x the answer tokens' cross-entropy of that layer's attention output read
+    through the final norm and the LM head."""
     head = backbone.model.lm_head
+    read = {}
+    hook = None
+    if lens is not None and lens[1]:
+        attn = backbone.model.model.layers[lens[0]].attn
+        hook = attn.register_forward_hook(lambda module, args, out: read.update(out=out[0]))
+    try:
+        hidden = backbone.train_hidden(inputs)
+    finally:
+        if hook is not None:
+            hook.remove()
     answer_logits = head(hidden[answer])
     hits = answer_logits.argmax(-1) == targets[answer]
     loss = F.cross_entropy(answer_logits, targets[answer])
@@ -268,6 +290,9 @@ def step_loss(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, inputs, targets
         loss = loss + recipe.other_weight * F.cross_entropy(head(hidden[other]), targets[other])
     if question_weight and question is not None and question.any():
         loss = loss + question_weight * F.cross_entropy(head(hidden[question]), targets[question])
+    if read:
+        lens_logits = head(backbone._final_norm(read["out"][answer]))
+        loss = loss + lens[1] * F.cross_entropy(lens_logits, targets[answer])
     wrong = torch.zeros_like(answer)
     wrong[answer] = ~hits
     return loss, hits, ~wrong.any(-1)
@@ -286,7 +311,8 @@ def train_stage(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, stage: WordsS
                                                          tokenizer.eos_id, recipe.other_positions, generator)
         for group in opt.param_groups:
             group["lr"] = lr_at(stage, step)
-        loss, hits, whole = step_loss(backbone, recipe, inputs, targets, answer, other, question, stage.question_weight)
+        loss, hits, whole = step_loss(backbone, recipe, inputs, targets, answer, other, question, stage.question_weight,
+                                      (stage.lens_layer, stage.lens_weight))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -149,6 +149,37 @@ def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_
     assert torch.allclose(weighted - base, 2.5 * nll[question].mean(), rtol=1e-4, atol=1e-5)
 
 
+def test_the_lens_loss_adds_one_layers_read_through_the_lm_head_on_the_answer_tokens():
+    """lens = (layer, w) adds w x the answer tokens' mean NLL of that layer's attention output through
+    the final norm and the LM head; the output is computed here by running the layers by hand (embed,
+    then each layer's norm and attention on the whole sequence), not by the loss's hook."""
+    from memexp.backbones.gdn.model import GDNBackbone
+    from memexp.training.niah_words import example, stream, tokenizer_corpus
+    from memexp.training.tiny_gdn import build_model
+    from memexp.training.tiny_gdn_words import _with_vocab, batch, step_loss
+    from memexp.training.words_tokenizer import train_tokenizer
+
+    recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
+                             "model.num_hidden_layers=2"])
+    tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
+    texts = [example(tok, "niah_single_1", 200, stream(0, "l", 1)), example(tok, "niah_multikey_1", 200, stream(0, "l", 2))]
+    inputs, targets, answer, other, question = batch(texts, tok.eos_id, 8, torch.Generator().manual_seed(0))
+    backbone = GDNBackbone(build_model(_with_vocab(recipe, tok.vocab_size)), tok, "tiny_gdn_words", prefill_chunk=2048)
+    base, _, _ = step_loss(backbone, recipe, inputs, targets, answer, other)
+    assert torch.equal(step_loss(backbone, recipe, inputs, targets, answer, other, lens=(1, 0.0))[0], base)
+    layers = backbone.model.model.layers
+    with torch.no_grad():
+        x = backbone.model.model.embeddings(inputs)
+        out = layers[0].attn(layers[0].attn_norm(x), None, None)[0]
+        x = layers[0](x, layers[0].init_state(backbone.state_spec(inputs.shape[0])), backbone._context(0, inputs.shape[1], 0, None).at(0))[0]
+        read1 = layers[1].attn(layers[1].attn_norm(x), None, None)[0]
+    for layer, read in ((0, out), (1, read1)):
+        weighted, _, _ = step_loss(backbone, recipe, inputs, targets, answer, other, lens=(layer, 0.5))
+        logits = backbone.model.lm_head(backbone.model.model.norm(read))
+        nll = -torch.log_softmax(logits.float(), -1).gather(-1, targets[..., None])[..., 0]
+        assert torch.allclose(weighted - base, 0.5 * nll[answer].mean(), rtol=1e-4, atol=1e-5), layer
+
+
 def test_tied_layers_read_with_their_keys_train_one_weight_and_save_as_a_plain_gdn(tmp_path):
     """A tied layer's emitted queries equal its keys token for token (an untied layer's do not); the
     optimizer sees one parameter, whose gradient is the sum of a two-copy forward's q and k gradients; the saved
@@ -268,6 +299,8 @@ def test_centered_layers_keys_average_to_zero_over_the_batch_they_were_centred_o
     ("stages.1.tied_qk_layers=[0]", "recipe.stages.1.tied_qk_layers"),  # layer 0 is the induction layer
     ("stages.1.copy_alphabet=8", "recipe.stages.1.copy_alphabet"),  # stage 1 is not a copy stage
     ("stages.0.copy_alphabet=1", "recipe.stages.0.copy_alphabet"),
+    ("stages.1.lens_weight=-1", "recipe.stages.1.lens_weight"),
+    ("stages.1.lens_weight=1 stages.1.lens_layer=4", "recipe.stages.1.lens_layer"),
     ("stages.1.centered_qk_layers=[4]", "recipe.stages.1.centered_qk_layers"),
     ("stages.1.centered_qk_layers=[1,1]", "recipe.stages.1.centered_qk_layers"),
 ])
