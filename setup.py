@@ -1,11 +1,12 @@
-"""kernels/ lives at the top level (DESIGN.md) but is imported as `memexp.kernels`: a
-top-level package named `kernels` would shadow the PyPI package transformers probes for.
-Everything else is in pyproject.toml."""
+"""kernels/ lives at the top level (DESIGN.md) but is imported as `memexp.kernels`: its packages
+(kernels/routing, kernels/distinctiveness) are mapped under memexp/kernels/__init__.py. kernels/
+itself has no __init__.py, so that it never shadows the PyPI package `kernels`, which transformers
+imports, when the repository root is on sys.path. Everything else is in pyproject.toml."""
 
 from setuptools import find_packages, setup
 
 packages = find_packages(include=["memexp", "memexp.*"])
-kernel_packages = ["memexp.kernels" + p[len("kernels"):] for p in find_packages(include=["kernels", "kernels.*"])]
-package_dir = {"memexp.kernels" + p[len("kernels"):]: p.replace(".", "/") for p in find_packages(include=["kernels", "kernels.*"])}
+kernel_dirs = find_packages(where="kernels")  # routing, distinctiveness, ... (kernels/ is not a package)
+package_dir = {f"memexp.kernels.{p}": "kernels/" + p.replace(".", "/") for p in kernel_dirs}
 
-setup(packages=packages + kernel_packages, package_dir=package_dir)
+setup(packages=packages + sorted(package_dir), package_dir=package_dir)

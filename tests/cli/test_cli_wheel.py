@@ -32,8 +32,23 @@ def test_wheel_runs_the_quick_start_from_any_folder(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MEMEXP_ROOT")}
     where = sh([python, "-c", "import memexp; print(memexp.__file__)"], work, env)
     assert Path(where.strip()).is_relative_to(venv), where
+    kernels = sh([python, "-c", "import memexp.kernels.routing as r, memexp.kernels.distinctiveness; print(r.__file__)"],
+                 work, env)
+    assert Path(kernels.strip()).is_relative_to(venv), kernels
     listing = sh([bin_memexp, "ls"], work, env)
     assert "backbone: " in listing and "tiny_gdn" in listing and "hydra/launcher: joblib, local, processes, slurm" in listing
     sh([bin_memexp, "run", "max_examples=1", "progress=false"], work, env)
     (summary,) = work.glob("outputs/runs/ruler/tiny_gdn_words/notebank/*/summary.json")
     assert '"num_examples": 1' in summary.read_text()
+
+
+def test_from_the_repository_root_the_top_level_kernels_is_never_memexps_folder():
+    """`python -m memexp` and `python -m pytest` run from the repository root put the root on sys.path.
+    Its kernels/ folder (memexp's Triton kernels, imported as memexp.kernels) must not then be the
+    top-level package `kernels`, the PyPI package transformers imports: without an __init__.py it is
+    a namespace portion at most, which a regular package installed anywhere wins over."""
+    probe = ("import importlib.util as u, memexp.kernels.routing as r; s = u.find_spec('kernels'); "
+             "print(s.origin if s else None); print(r.__name__)")
+    origin, routing = sh([sys.executable, "-c", probe], SOURCE).split()
+    assert origin == "None" or not Path(origin).resolve().is_relative_to(SOURCE / "kernels"), origin
+    assert routing == "memexp.kernels.routing"
