@@ -4,7 +4,7 @@ reference), and "the top-R holds a right note" is counted as the router would re
 import torch
 from script_module import load_script
 
-from kernels.routing.reference import route_votes_reference
+from memexp.kernels.routing.reference import route_votes_reference
 
 
 def test_channel_votes_are_the_routers_on_random_notes():

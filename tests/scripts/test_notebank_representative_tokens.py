@@ -5,7 +5,7 @@ where it occurs, not before."""
 import torch
 from script_module import load_script
 
-from kernels.routing.reference import route_votes_reference
+from memexp.kernels.routing.reference import route_votes_reference
 
 
 def test_best_match_is_the_score_the_best_key_token_would_get_as_an_address():
