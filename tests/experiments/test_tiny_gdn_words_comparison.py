@@ -13,8 +13,8 @@ def mean_at(run_summary: dict, length: int) -> float:
 
 
 def test_short_comparison_plain_and_notebank(tmp_path):
-    # at 16x the training length Plain has forgotten the needle (0 of 10 on seed 42 in the README
-    # table) and NoteBank-TF's native router brings it back (10 of 10): 3 examples must show it
+    # at 16x the training length Plain has mostly forgotten the needle (2 of 10 on seed 42 in the
+    # README table) and NoteBank-TF's native router brings it back (10 of 10): 3 examples must show it
     short = ("bench.tasks=[niah_single_1]", "bench.lengths=[16384]", "bench.num_samples=3")
     plain = summary(run_preset(tmp_path / "plain", PRESET, "plain", *short))
     notebank_run = run_preset(tmp_path / "notebank", PRESET, "notebank", *short)
@@ -25,16 +25,18 @@ def test_short_comparison_plain_and_notebank(tmp_path):
 
 @pytest.mark.slow
 def test_the_readme_six_task_figures(tmp_path):
-    """README, 10 examples per task on seeds 42 / 9090: at 16K native routing is 43 / 50 points above
-    Plain and 9 / -0.4 below the oracle; at 1K Plain answers single_1 and single_2 (100 / 100).
-    On 5 examples: a margin of 30 over Plain and a gap of at most 20 to the oracle."""
+    """README, 10 examples per task on seeds 42 / 9090: at 16K native routing is 44.6 / 43.3 points
+    above Plain and 17.9 / 11.7 below the oracle; at 1K Plain answers single_1, single_2 (100 / 100)
+    and multiquery (90 / 90). On seed 42's first 5 per task (63.3 native, 15.8 Plain, 85.0 oracle):
+    a margin of 30 over Plain and a gap of at most 25 to the oracle."""
     lengths = ("bench.lengths=[1024,16384]", "bench.num_samples=5")
     plain = summary(run_preset(tmp_path / "plain", PRESET, "plain", *lengths))
     notebank = summary(run_preset(tmp_path / "notebank", PRESET, "notebank", *lengths))
     oracle = summary(run_preset(tmp_path / "oracle", PRESET, "notebank", "method.router=oracle",
                                 "bench.lengths=[16384]", "bench.num_samples=5"))
     assert mean_at(notebank, 16384) >= mean_at(plain, 16384) + 30, (mean_at(notebank, 16384), mean_at(plain, 16384))
-    assert mean_at(oracle, 16384) - mean_at(notebank, 16384) <= 20, (mean_at(oracle, 16384), mean_at(notebank, 16384))
+    assert mean_at(oracle, 16384) - mean_at(notebank, 16384) <= 25, (mean_at(oracle, 16384), mean_at(notebank, 16384))
     assert set(plain["scores"]) == {"niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1",
                                     "niah_multiquery", "niah_multivalue"}
-    assert plain["scores"]["niah_single_1"]["1024"] >= 90 and plain["scores"]["niah_single_2"]["1024"] >= 90
+    for task in ("niah_single_1", "niah_single_2", "niah_multiquery"):
+        assert plain["scores"][task]["1024"] >= 90, (task, plain["scores"][task])

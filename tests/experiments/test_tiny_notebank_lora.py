@@ -40,14 +40,15 @@ def test_shipped_adapter_is_the_recipe_files(method, replay):
 
 
 def test_nb_lora_reads_the_replayed_needle_nb_tf_does_not(tmp_path):
-    # at 16x the training length (README, seed 42, 20 examples: NB-LoRA 100, NB-TF 30)
-    short = ("bench.lengths=[16384]", "bench.num_samples=4")
+    # at 16x the training length (README, 20 examples, seeds 42 / 9090: NB-LoRA 95 / 100, NB-TF 60 / 65;
+    # on seed 42's first 8, 7 against 3): 8 examples must show a gap of at least 25 points
+    short = ("bench.lengths=[16384]", "bench.num_samples=8")
     lora = records(run_preset(tmp_path / "lora", PRESET, "notebank", *short))
     tf = records(run_preset(tmp_path / "tf", PRESET, "notebank", "method.adapter=null", *short))
     # the same archive and the same notes (the adapters are off while writing, probing and routing)
     assert [r["method_stats"]["selected"] for r in lora] == [r["method_stats"]["selected"] for r in tf]
     assert all(r["method_stats"]["adapter"]["hash"] == file_hash(SHIPPED / "notebank") for r in lora)
-    assert mean_score(lora) >= mean_score(tf) + 50, (mean_score(lora), mean_score(tf))
+    assert mean_score(lora) >= mean_score(tf) + 25, (mean_score(lora), mean_score(tf))
 
 
 def mean_score(run_records: list[dict]) -> float:
