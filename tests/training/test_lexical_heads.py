@@ -70,7 +70,9 @@ def test_the_recipe_holds_the_last_heads_lexical_through_training(tmp_path, whit
     stages = "[{name: s, steps: 3, batch_size: 2, lr: 1.0e-2, min_tokens: 64, max_tokens: 128}]"
     args = ["recipe=tiny_gdn_words", f"output={out}", f"stages={stages}", "eval_samples=0", "threads=1",
             "tokenizer_examples=20", "model.hidden_size=32", "model.head_dim=8", "model.num_hidden_layers=2",
-            "model.conv_size=5", "lexical_heads=2", f"lexical_whiten={str(whiten).lower()}"]
+            "model.conv_size=5", "lexical_heads=2", f"lexical_whiten={str(whiten).lower()}",
+            # one-token copy keys, whose taps are checked below (the shipped recipe keys on 2-3 tokens)
+            "induction_context=[]"]
     assert main(args) == 0
     w = load_file(str(out / "model.safetensors"))
     p = "model.layers.0.attn."
