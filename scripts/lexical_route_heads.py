@@ -59,6 +59,9 @@ def main() -> None:
     parser.add_argument("--key", choices=["bag", "current"], default="bag")
     parser.add_argument("--scale", type=float, default=0.3)
     parser.add_argument("--whiten", action="store_true", help="whiten the inputs by the text's second moment first")
+    parser.add_argument("--whiten-eps", type=float, default=1e-3,
+                        help="text_whitening's eps: the floor on the second moment's eigenvalues, as a share of "
+                             "their mean; larger caps the weight of rare words (an IDF ceiling)")
     parser.add_argument("--examples", type=int, default=60, help="training examples for the token counts")
     args = parser.parse_args()
     from memexp.backbones.loading import load_tokenizer
@@ -71,7 +74,7 @@ def main() -> None:
     print(f"the text-weighted mean direction: {100 * ((x @ mean).pow(2) * counts).sum() / (x.pow(2).sum(1) * counts).sum():.0f} "
           "% of the text's squared norm (projected out)")
     prefix, head_dim = "model.layers.0.attn.", config["head_dim"]
-    white = text_whitening(x, counts, mean) if args.whiten else torch.eye(x.shape[1])
+    white = text_whitening(x, counts, mean, eps=args.whiten_eps) if args.whiten else torch.eye(x.shape[1])
     for head in args.heads:
         rows = slice(head * head_dim, (head + 1) * head_dim)
         wire_bag_convs(weights[prefix + "q_conv1d.weight"], weights[prefix + "k_conv1d.weight"], rows, args.key)

@@ -55,3 +55,22 @@ def test_the_written_checkpoint_changes_only_the_listed_heads_q_and_k(tmp_path, 
             assert torch.equal(tensor, old[name]), name
     assert torch.equal(new[p + "q_proj.weight"][heads], new[p + "k_proj.weight"][heads])
     assert not torch.equal(new[p + "k_proj.weight"][32:64], new[p + "k_proj.weight"][96:128])
+
+
+def test_a_huge_whitening_floor_is_no_whitening(tmp_path, monkeypatch):
+    """--whiten-eps reaches the whitening: with a floor of 1e9 x the mean eigenvalue the text's
+    second moment is a multiple of the identity, so the whitened heads equal the unwhitened ones
+    (the projection is rescaled to the same std); at the recipe's 1e-3 they differ."""
+    import sys
+
+    probe = load_script("lexical_route_heads")
+
+    def heads(*flags: str) -> torch.Tensor:
+        out = tmp_path / "_".join(flags or ("plain",))
+        monkeypatch.setattr(sys, "argv", ["x", "--out", str(out), "--heads", "1", "--examples", "2", *flags])
+        probe.main()
+        return load_file(str(out / "model.safetensors"))["model.layers.0.attn.q_proj.weight"][32:64]
+
+    plain = heads()
+    assert torch.allclose(heads("--whiten", "--whiten-eps", "1e9"), plain, atol=1e-5 * plain.abs().max())
+    assert not torch.allclose(heads("--whiten"), plain, atol=0.1 * plain.abs().max())
