@@ -33,7 +33,13 @@ from key_head_probe import widen_convs  # noqa: E402
 
 from memexp.backbones.ops.norms import rms_norm  # noqa: E402
 from memexp.config import ASSETS_DIR  # noqa: E402
-from memexp.training.lexical_heads import lexical_projection, text_whitening, weighted_mean_direction, wire_bag_convs  # noqa: E402
+from memexp.training.lexical_heads import (  # noqa: E402
+    WHITEN_EPS,
+    lexical_projection,
+    text_whitening,
+    weighted_mean_direction,
+    wire_bag_convs,
+)
 
 TEXT_STREAM = 555  # the recipe generator's stream for the token counts (a training-side seed)
 
@@ -59,7 +65,7 @@ def main() -> None:
     parser.add_argument("--key", choices=["bag", "current"], default="bag")
     parser.add_argument("--scale", type=float, default=0.3)
     parser.add_argument("--whiten", action="store_true", help="whiten the inputs by the text's second moment first")
-    parser.add_argument("--whiten-eps", type=float, default=1e-3,
+    parser.add_argument("--whiten-eps", type=float, default=WHITEN_EPS,
                         help="text_whitening's eps: the floor on the second moment's eigenvalues, as a share of "
                              "their mean; larger caps the weight of rare words (an IDF ceiling)")
     parser.add_argument("--examples", type=int, default=60, help="training examples for the token counts")

@@ -35,7 +35,11 @@ def lexical_projection(x: torch.Tensor, mean: torch.Tensor, basis: torch.Tensor,
     return r * scale / (x @ r.T).std()
 
 
-def text_whitening(x: torch.Tensor, counts: torch.Tensor, mean: torch.Tensor, eps: float = 1e-3) -> torch.Tensor:
+# the whitening's eigenvalue floor, as a share of the mean eigenvalue: the recipe's, and the probe script's default
+WHITEN_EPS = 1e-3
+
+
+def text_whitening(x: torch.Tensor, counts: torch.Tensor, mean: torch.Tensor, eps: float = WHITEN_EPS) -> torch.Tensor:
     """C^(-1/2) P [D, D]: P = I - mean mean^T removes the unit `mean` [D], and C is the
     count-weighted second moment of the rows of x P (x [V, D], counts [V]), its diagonal raised by
     `eps` x its mean eigenvalue. A frequent word's direction carries much of C, so whitening
