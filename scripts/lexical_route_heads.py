@@ -56,6 +56,15 @@ def token_counts(tokenizer, vocab_size: int, examples: int, seed: int = TEXT_STR
     return counts
 
 
+def common_key_row(x: torch.Tensor, counts: torch.Tensor, mean: torch.Tensor, level: float) -> torch.Tensor:
+    """A k_proj row [D] along the unit `mean` [D] whose output is `level` on the count-weighted
+    average row of x [V, D]: a coordinate every key shares (the queries read 0 there), so that a
+    bag's cosine with the chunk's mean key falls only as far as its whitened, IDF-weighted
+    lexical part outweighs it."""
+    average = (counts @ (x @ mean)) / counts.sum()
+    return mean * level / average
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, default=ASSETS_DIR / "tiny_gdn_words")
@@ -68,6 +77,10 @@ def main() -> None:
     parser.add_argument("--whiten-eps", type=float, default=WHITEN_EPS,
                         help="text_whitening's eps: the floor on the second moment's eigenvalues, as a share of "
                              "their mean; larger caps the weight of rare words (an IDF ceiling)")
+    parser.add_argument("--common-key", type=float, default=0.0,
+                        help="give every key a shared coordinate (head coordinate 0, the text-weighted mean "
+                             "direction, this value on the text's average token; queries read 0 there), so that "
+                             "a bag of frequent words is close to the chunk's mean key and only rare words stand out")
     parser.add_argument("--examples", type=int, default=60, help="training examples for the token counts")
     args = parser.parse_args()
     from memexp.backbones.loading import load_tokenizer
@@ -88,6 +101,10 @@ def main() -> None:
         projection = lexical_projection(x, mean, basis @ white, args.scale)
         weights[prefix + "q_proj.weight"][rows] = projection
         weights[prefix + "k_proj.weight"][rows] = projection
+        if args.common_key:
+            common = common_key_row(x, counts, mean, args.common_key)
+            weights[prefix + "q_proj.weight"][rows.start] = 0.0
+            weights[prefix + "k_proj.weight"][rows.start] = common
     args.out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(args.out / "model.safetensors"))
     (args.out / "config.json").write_text(json.dumps({**config, "conv_size": args.conv_size}, indent=2) + "\n")

@@ -74,3 +74,34 @@ def test_a_huge_whitening_floor_is_no_whitening(tmp_path, monkeypatch):
     plain = heads()
     assert torch.allclose(heads("--whiten", "--whiten-eps", "1e9"), plain, atol=1e-5 * plain.abs().max())
     assert not torch.allclose(heads("--whiten"), plain, atol=0.1 * plain.abs().max())
+
+
+def test_common_key_row_by_hand():
+    """Rows (1, 0) and (0, 1) counted 3 and 1 times: the unit mean is (3, 1) / sqrt(10), the rows
+    read 3 / sqrt(10) and 1 / sqrt(10) along it, their count-weighted average (9 + 1) / (4 sqrt(10))
+    = sqrt(10) / 4; a level of 2 needs the mean direction times 8 / sqrt(10), i.e. (2.4, 0.8)."""
+    probe = load_script("lexical_route_heads")
+    x, counts = torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.tensor([3.0, 1.0])
+    row = probe.common_key_row(x, counts, torch.tensor([3.0, 1.0]) / 10 ** 0.5, level=2.0)
+    assert torch.allclose(row, torch.tensor([2.4, 0.8]))
+
+
+def test_common_key_takes_each_heads_first_coordinate(tmp_path, monkeypatch):
+    """--common-key 1 on head 1: its query's first row is 0 and its key's first row is the common
+    row; the other 31 rows are the run without the option."""
+    import sys
+
+    probe = load_script("lexical_route_heads")
+
+    def rows(*flags: str) -> dict:
+        out = tmp_path / "_".join(flags or ("plain",))
+        monkeypatch.setattr(sys, "argv", ["x", "--out", str(out), "--heads", "1", "--examples", "2", *flags])
+        probe.main()
+        w = load_file(str(out / "model.safetensors"))
+        return {n: w[f"model.layers.0.attn.{n}_proj.weight"][32:64] for n in ("q", "k")}
+
+    plain, common = rows(), rows("--common-key", "1")
+    assert torch.equal(common["q"][0], torch.zeros(128)) and not torch.equal(plain["q"][0], torch.zeros(128))
+    assert not torch.allclose(common["k"][0], plain["k"][0])
+    for n in ("q", "k"):
+        assert torch.equal(common[n][1:], plain[n][1:])
