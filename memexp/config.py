@@ -11,6 +11,7 @@ in their defaults list.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -33,6 +34,24 @@ def asset_path(name: str) -> str:
     """Absolute path of something shipped in memexp/assets, whatever the working directory:
     YAML writes it `${memexp_asset:tiny_gdn}`."""
     return str(ASSETS_DIR / name)
+
+
+# an absolute path into an installed memexp's assets folder (this install's or another machine's)
+_ASSET_PATH = re.compile(r"^/(?:.*/)?memexp/assets/(.+)$")
+
+
+def portable_assets(value: Any) -> Any:
+    """`value` (nested dicts, lists) with every absolute path into memexp's assets folder written
+    `${memexp_asset:<name>}`, the form a YAML uses and asset_path resolves: records and report
+    labels then read the same wherever memexp is installed."""
+    if isinstance(value, dict):
+        return {k: portable_assets(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [portable_assets(v) for v in value]
+    if isinstance(value, str):
+        match = _ASSET_PATH.match(value)
+        return f"${{memexp_asset:{match.group(1).rstrip('/')}}}" if match else value
+    return value
 
 
 if not OmegaConf.has_resolver("memexp_asset"):

@@ -15,6 +15,8 @@ import hashlib
 import json
 from typing import Callable, Iterable
 
+from memexp.config import portable_assets
+
 GROUPS = ("backbone", "method", "bench")
 # how a run is watched, scheduled or stored; not what it computes (`paths` differ between a
 # multirun's jobs and a single run of the same config: "/abs/root" vs ".")
@@ -37,7 +39,8 @@ def flat(config: dict) -> dict[str, str]:
 
 def _json(value) -> str:
     # json keeps separators such as "\n\n" on one line (Markdown rows, plot legends)
-    return json.dumps(value, sort_keys=True, default=str)
+    # an asset's path reads the same whichever machine's run it is (memexp's assets folder moves with the install)
+    return json.dumps(portable_assets(value), sort_keys=True, default=str)
 
 
 def config_key(config: dict) -> str:

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from memexp.backbones.gdn.model import GDNBackbone, GDNConfig, GDNForCausalLM
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.config import ASSETS_DIR, ConfigError
+from memexp.config import ASSETS_DIR, ConfigError, portable_assets
 from memexp.training.niah_eval import plain_accuracy
 from memexp.training.niah_text import QUESTIONS, STREAM_PREFIX, TASK, NiahText, niah_text, stream
 
@@ -246,6 +246,6 @@ def write_recipe_record(out: Path, recipe, stages: list[dict], model: torch.nn.M
         "torch": torch.__version__,
         "machine": f"{platform.machine()}, {recipe.threads} threads",
     }
-    (out / "recipe.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / "recipe.json").write_text(json.dumps(portable_assets(record), indent=2) + "\n")
     log(f"saved {out} ({record['parameters']} parameters, {train_seconds:.0f} s of training)")
     return record

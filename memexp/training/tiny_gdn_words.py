@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from memexp.backbones.gdn.model import GDNBackbone, GDNConfig
-from memexp.config import ASSETS_DIR, ConfigError
+from memexp.config import ASSETS_DIR, ConfigError, portable_assets
 from memexp.training.lexical_heads import LexicalHeads
 from memexp.training.niah_eval import plain_accuracy
 from memexp.training.niah_words import (
@@ -392,7 +392,7 @@ def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
         "torch": torch.__version__,
         "machine": f"{platform.machine()}, {recipe.threads} threads",
     }
-    (out / "recipe.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / "recipe.json").write_text(json.dumps(portable_assets(record), indent=2) + "\n")
     log(f"saved {out} ({record['parameters']} parameters, {train_seconds:.0f} s of training)")
     return record
 

@@ -58,6 +58,21 @@ def test_labels_name_what_differs_and_not_where_files_were_written():
         'b / notebank (router="native")', 'b / notebank (router="oracle")']
 
 
+def test_an_adapter_under_memexps_assets_is_labelled_by_its_asset_name_on_any_machine():
+    """Two machines installed memexp in different folders: the same shipped adapter reads the same,
+    and a folder outside the assets keeps its path."""
+    from memexp.report.labels import labels
+
+    def config(adapter):
+        return {"backbone": {"name": "b"}, "method": {"name": "notebank", "adapter": adapter}, "bench": {"name": "ruler"}}
+
+    got = labels([config("/work/main/memexp/assets/tiny_gdn_words_lora/notebank"),
+                  config("/home/u/src/memexp/assets/tiny_gdn_words_lora/notebank"), config("/data/my_lora")])
+    shipped = 'b / notebank (adapter="${memexp_asset:tiny_gdn_words_lora/notebank}")'
+    # the two shipped ones are one config: equal labels, told apart only by their position
+    assert got == [f"{shipped} #1", f"{shipped} #2", 'b / notebank (adapter="/data/my_lora")']
+
+
 def _csv(path):
     with open(path) as f:
         rows = list(csv.reader(f))

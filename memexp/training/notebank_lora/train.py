@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from memexp.adapters import LoRAConfig, attach_lora, freeze_base, save_adapters
 from memexp.backbones.base import Stopwatch
-from memexp.config import ASSETS_DIR, ConfigError
+from memexp.config import ASSETS_DIR, ConfigError, portable_assets
 from memexp.methods.read_adapter import META_FILE, model_shape
 from memexp.methods.rescale import apply_rescale
 from memexp.run_identity import weights_fingerprint
@@ -140,7 +140,7 @@ def already_done(out: Path, recipe, weights: str | None) -> dict | None:
     if not meta.exists() or (out / CHECKPOINT).exists():
         return None
     record = json.loads(meta.read_text())
-    mine = json.loads(json.dumps(semantic(recipe)))
+    mine = json.loads(json.dumps(portable_assets(semantic(recipe))))  # as the record writes it
     if record.get("recipe_semantic") != mine:
         differs = next((k for k in mine if record.get("recipe_semantic", {}).get(k) != mine[k]), "recipe")
         if recipe.replace_assets:
@@ -240,7 +240,7 @@ def finish(out: Path, recipe, cfg, backbone, lora, examples, history, weights, l
         "history": history, "content_hash": digest,
         "torch": torch.__version__, "machine": f"{platform.machine()}, {recipe.threads} threads",
     }
-    (out / META_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    (out / META_FILE).write_text(json.dumps(portable_assets(record), indent=1) + "\n")
     shutil.rmtree(out / CHECKPOINT, ignore_errors=True)
     log(f"saved {out} ({sum(p.numel() for p in lora.trainable_parameters())} adapter parameters, "
         f"{record['tokens']} tokens, loss {record['loss_first']:.4f} -> {record['loss_last']:.4f})")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from memexp.config import ASSETS_DIR, ConfigError
+from memexp.config import ASSETS_DIR, ConfigError, portable_assets
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import Formatter, stage_stream
 from memexp.training.titan_llama.train import (
@@ -154,7 +154,7 @@ def run(recipe: TitanLlamaRecipe, log=print) -> dict:
               "trainable_parameters": sum(p.numel() for p in modules.parameters() if p.requires_grad),
               "world_size": dist.world, "torch": torch.__version__, "machine": platform.machine()}
     if dist.main:
-        (out / "recipe.json").write_text(json.dumps(record, indent=2) + "\n")
+        (out / "recipe.json").write_text(json.dumps(portable_assets(record), indent=2) + "\n")
         if recipe.replace_assets and done[-1]["finished"]:
             ship(out / stages[-1].name / MODULES, out / "recipe.json", ASSETS_DIR / recipe.asset, log)
     return record
