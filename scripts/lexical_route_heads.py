@@ -72,6 +72,8 @@ def main() -> None:
     parser.add_argument("--conv-size", type=int, default=10)
     parser.add_argument("--heads", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--key", choices=["bag", "current"], default="bag")
+    parser.add_argument("--key-taps", type=int, default=None,
+                        help="bag keys over t-1 .. t-K only (default: all conv_size - 1 taps before t)")
     parser.add_argument("--scale", type=float, default=0.3)
     parser.add_argument("--whiten", action="store_true", help="whiten the inputs by the text's second moment first")
     parser.add_argument("--whiten-eps", type=float, default=WHITEN_EPS,
@@ -97,6 +99,10 @@ def main() -> None:
     for head in args.heads:
         rows = slice(head * head_dim, (head + 1) * head_dim)
         wire_bag_convs(weights[prefix + "q_conv1d.weight"], weights[prefix + "k_conv1d.weight"], rows, args.key)
+        if args.key_taps and args.key == "bag":
+            k_conv = weights[prefix + "k_conv1d.weight"]
+            k_conv[rows] = 0.0
+            k_conv[rows, 0, -1 - args.key_taps:-1] = 1.0 / args.key_taps
         basis = torch.randn(head_dim, x.shape[1], generator=torch.Generator().manual_seed(100 + head))
         projection = lexical_projection(x, mean, basis @ white, args.scale)
         weights[prefix + "q_proj.weight"][rows] = projection

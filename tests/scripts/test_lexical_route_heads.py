@@ -105,3 +105,17 @@ def test_common_key_takes_each_heads_first_coordinate(tmp_path, monkeypatch):
     assert not torch.allclose(common["k"][0], plain["k"][0])
     for n in ("q", "k"):
         assert torch.equal(common[n][1:], plain[n][1:])
+
+
+def test_key_taps_keep_only_the_last_k_tokens_before_t(tmp_path, monkeypatch):
+    """--key-taps 3 on head 1: its key taps are 1/3 on t-3 .. t-1 and 0 on t and on the six older
+    taps (10 in all, oldest first); its query taps stay the 10-token bag."""
+    import sys
+
+    probe = load_script("lexical_route_heads")
+    monkeypatch.setattr(sys, "argv", ["x", "--out", str(tmp_path), "--heads", "1", "--examples", "2", "--key-taps", "3"])
+    probe.main()
+    w = load_file(str(tmp_path / "model.safetensors"))
+    k, q = w["model.layers.0.attn.k_conv1d.weight"][32:64, 0], w["model.layers.0.attn.q_conv1d.weight"][32:64, 0]
+    assert torch.equal(k, torch.tensor([[0.0] * 6 + [1 / 3] * 3 + [0.0]] * 32))
+    assert torch.equal(q, torch.full((32, 10), 0.1))
