@@ -44,15 +44,17 @@ from memexp.training.lexical_heads import (  # noqa: E402
 TEXT_STREAM = 555  # the recipe generator's stream for the token counts (a training-side seed)
 
 
-def token_counts(tokenizer, vocab_size: int, examples: int, seed: int = TEXT_STREAM) -> torch.Tensor:
+def token_counts(tokenizer, vocab_size: int, examples: int, seed: int = TEXT_STREAM,
+                 documents: bool = False) -> torch.Tensor:
     """How often each token id occurs in `examples` training examples of the six tasks at 1K
-    tokens (the recipe's generator, stream `seed`) -> [vocab_size]."""
+    tokens (the recipe's generator, stream `seed`) -> [vocab_size]; with `documents`, in how many
+    of the examples it occurs (document frequency, the classic IDF's count)."""
     from memexp.training import niah_words
 
     counts = torch.zeros(vocab_size)
     for i in range(examples):
-        ids = niah_words.example(tokenizer, niah_words.SIX_TASKS[i % 6], 1024, niah_words.stream(seed, i)).ids
-        counts += torch.bincount(torch.tensor(ids), minlength=vocab_size)[:vocab_size]
+        ids = torch.tensor(niah_words.example(tokenizer, niah_words.SIX_TASKS[i % 6], 1024, niah_words.stream(seed, i)).ids)
+        counts += torch.bincount(ids.unique() if documents else ids, minlength=vocab_size)[:vocab_size]
     return counts
 
 
@@ -83,6 +85,9 @@ def main() -> None:
                         help="give every key a shared coordinate (head coordinate 0, the text-weighted mean "
                              "direction, this value on the text's average token; queries read 0 there), so that "
                              "a bag of frequent words is close to the chunk's mean key and only rare words stand out")
+    parser.add_argument("--document-frequency", action="store_true",
+                        help="weigh the mean direction and the whitening by the number of examples a token occurs "
+                             "in rather than by its occurrences")
     parser.add_argument("--examples", type=int, default=60, help="training examples for the token counts")
     args = parser.parse_args()
     from memexp.backbones.loading import load_tokenizer
@@ -90,7 +95,8 @@ def main() -> None:
     config = json.loads((args.checkpoint / "config.json").read_text())
     weights = widen_convs(load_file(str(args.checkpoint / "model.safetensors")), args.conv_size)
     x = rms_norm(weights["model.embeddings.weight"], weights["model.layers.0.attn_norm.weight"], config["norm_eps"])
-    counts = token_counts(load_tokenizer(str(args.checkpoint), args.checkpoint), x.shape[0], args.examples)
+    counts = token_counts(load_tokenizer(str(args.checkpoint), args.checkpoint), x.shape[0], args.examples,
+                          documents=args.document_frequency)
     mean = weighted_mean_direction(x, counts)
     print(f"the text-weighted mean direction: {100 * ((x @ mean).pow(2) * counts).sum() / (x.pow(2).sum(1) * counts).sum():.0f} "
           "% of the text's squared norm (projected out)")

@@ -119,3 +119,20 @@ def test_key_taps_keep_only_the_last_k_tokens_before_t(tmp_path, monkeypatch):
     k, q = w["model.layers.0.attn.k_conv1d.weight"][32:64, 0], w["model.layers.0.attn.q_conv1d.weight"][32:64, 0]
     assert torch.equal(k, torch.tensor([[0.0] * 6 + [1 / 3] * 3 + [0.0]] * 32))
     assert torch.equal(q, torch.full((32, 10), 0.1))
+
+
+def test_document_frequency_counts_each_example_once():
+    """With documents=True a token counts 1 per example it occurs in: the counts add up to the
+    examples' distinct tokens, and the BOS every example starts with counts once per example."""
+    from memexp.backbones.loading import load_tokenizer
+    from memexp.config import ASSETS_DIR
+    from memexp.training import niah_words
+
+    probe = load_script("lexical_route_heads")
+    shipped = ASSETS_DIR / "tiny_gdn_words"
+    tokenizer = load_tokenizer(str(shipped), shipped)
+    counts = probe.token_counts(tokenizer, tokenizer.vocab_size, examples=3, documents=True)
+    distinct = sum(len(set(niah_words.example(tokenizer, niah_words.SIX_TASKS[i], 1024,
+                                              niah_words.stream(probe.TEXT_STREAM, i)).ids)) for i in range(3))
+    assert counts.sum().item() == distinct
+    assert counts.max().item() == 3 and counts[tokenizer.bos_id].item() == 3
