@@ -8,7 +8,10 @@ layer's normalised inputs, std `--scale` over the vocabulary). The text weights 
 of the recipe's own training examples (stream TEXT_STREAM), never an evaluation seed's. Routing
 on layer 0 alone (`method.layers=[0]`) reads only the embeddings, layer 0's norm and these
 heads, so it can be measured on a trained model's embeddings without training; the
-checkpoint's Plain answers are not meaningful.
+checkpoint's Plain answers are not meaningful. The other options are the variants
+docs/benchmarks.md measured against the recipe's form (`--whiten-eps`, `--key-taps`,
+`--common-key`, `--document-frequency`, a wider `--conv-size`); `--checkpoint` a rewired
+folder rewires a second set of heads another way.
 
     python scripts/lexical_route_heads.py --out outputs/probe/lexical
     python scripts/notebank_channel_votes.py bench.seed=8 "method.layers=[0]" bench.num_samples=10 \\
@@ -90,6 +93,8 @@ def main() -> None:
                              "in rather than by its occurrences")
     parser.add_argument("--examples", type=int, default=60, help="training examples for the token counts")
     args = parser.parse_args()
+    if args.key_taps is not None and (args.key != "bag" or not 1 <= args.key_taps < args.conv_size):
+        parser.error(f"--key-taps={args.key_taps}: needs --key bag and a value from 1 to --conv-size - 1 ({args.conv_size - 1})")
     from memexp.backbones.loading import load_tokenizer
 
     config = json.loads((args.checkpoint / "config.json").read_text())
@@ -105,7 +110,7 @@ def main() -> None:
     for head in args.heads:
         rows = slice(head * head_dim, (head + 1) * head_dim)
         wire_bag_convs(weights[prefix + "q_conv1d.weight"], weights[prefix + "k_conv1d.weight"], rows, args.key)
-        if args.key_taps and args.key == "bag":
+        if args.key_taps is not None:
             k_conv = weights[prefix + "k_conv1d.weight"]
             k_conv[rows] = 0.0
             k_conv[rows, 0, -1 - args.key_taps:-1] = 1.0 / args.key_taps
@@ -114,9 +119,8 @@ def main() -> None:
         weights[prefix + "q_proj.weight"][rows] = projection
         weights[prefix + "k_proj.weight"][rows] = projection
         if args.common_key:
-            common = common_key_row(x, counts, mean, args.common_key)
             weights[prefix + "q_proj.weight"][rows.start] = 0.0
-            weights[prefix + "k_proj.weight"][rows.start] = common
+            weights[prefix + "k_proj.weight"][rows.start] = common_key_row(x, counts, mean, args.common_key)
     args.out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(args.out / "model.safetensors"))
     (args.out / "config.json").write_text(json.dumps({**config, "conv_size": args.conv_size}, indent=2) + "\n")
