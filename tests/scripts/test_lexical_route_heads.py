@@ -87,9 +87,14 @@ def test_common_key_row_by_hand():
 
 
 def test_common_key_takes_each_heads_first_coordinate(tmp_path, monkeypatch):
-    """--common-key 1 on head 1: its query's first row is 0 and its key's first row is the common
-    row; the other 31 rows are the run without the option."""
+    """--common-key 1 on head 1: its query's first row is 0, its key's first row reads 1 on the
+    text's count-weighted average input (layer 0's normalised embeddings, the counts of the same 2
+    examples); the other 31 rows are the run without the option."""
     import sys
+
+    from memexp.backbones.loading import load_tokenizer
+    from memexp.backbones.ops.norms import rms_norm
+    from memexp.config import ASSETS_DIR
 
     probe = load_script("lexical_route_heads")
 
@@ -102,7 +107,12 @@ def test_common_key_takes_each_heads_first_coordinate(tmp_path, monkeypatch):
 
     plain, common = rows(), rows("--common-key", "1")
     assert torch.equal(common["q"][0], torch.zeros(128)) and not torch.equal(plain["q"][0], torch.zeros(128))
-    assert not torch.allclose(common["k"][0], plain["k"][0])
+    shipped = ASSETS_DIR / "tiny_gdn_words"
+    w = load_file(str(shipped / "model.safetensors"))
+    eps = json.loads((shipped / "config.json").read_text())["norm_eps"]
+    x = rms_norm(w["model.embeddings.weight"], w["model.layers.0.attn_norm.weight"], eps)
+    counts = probe.token_counts(load_tokenizer(str(shipped), shipped), x.shape[0], examples=2)
+    assert abs((counts @ (x @ common["k"][0])).item() / counts.sum().item() - 1.0) < 1e-4
     for n in ("q", "k"):
         assert torch.equal(common[n][1:], plain[n][1:])
 
