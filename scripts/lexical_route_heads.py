@@ -109,11 +109,8 @@ def main() -> None:
     white = text_whitening(x, counts, mean, eps=args.whiten_eps) if args.whiten else torch.eye(x.shape[1])
     for head in args.heads:
         rows = slice(head * head_dim, (head + 1) * head_dim)
-        wire_bag_convs(weights[prefix + "q_conv1d.weight"], weights[prefix + "k_conv1d.weight"], rows, args.key)
-        if args.key_taps is not None:
-            k_conv = weights[prefix + "k_conv1d.weight"]
-            k_conv[rows] = 0.0
-            k_conv[rows, 0, -1 - args.key_taps:-1] = 1.0 / args.key_taps
+        wire_bag_convs(weights[prefix + "q_conv1d.weight"], weights[prefix + "k_conv1d.weight"], rows, args.key,
+                       args.key_taps)
         basis = torch.randn(head_dim, x.shape[1], generator=torch.Generator().manual_seed(100 + head))
         projection = lexical_projection(x, mean, basis @ white, args.scale)
         weights[prefix + "q_proj.weight"][rows] = projection

@@ -55,14 +55,17 @@ def text_whitening(x: torch.Tensor, counts: torch.Tensor, mean: torch.Tensor, ep
 
 
 @torch.no_grad()
-def wire_bag_convs(q_conv: torch.Tensor, k_conv: torch.Tensor, rows: slice, key: str = "bag") -> None:
+def wire_bag_convs(q_conv: torch.Tensor, k_conv: torch.Tensor, rows: slice, key: str = "bag",
+                   key_taps: int | None = None) -> None:
     """In place on conv weights [C, 1, c] (taps oldest first, the last is t): the query rows average
-    all c taps (t .. t-c+1); the key rows average t-1 .. t-c+1 (key="bag") or pass t (key="current")."""
+    all c taps (t .. t-c+1); the key rows average t-1 .. t-c+1 (key="bag"; with `key_taps` K only
+    t-1 .. t-K) or pass t (key="current")."""
     taps = q_conv.shape[-1]
     q_conv[rows] = 1.0 / taps
     k_conv[rows] = 0.0
     if key == "bag":
-        k_conv[rows, 0, :-1] = 1.0 / (taps - 1)
+        bag = key_taps or taps - 1
+        k_conv[rows, 0, -1 - bag:-1] = 1.0 / bag
     else:
         k_conv[rows, 0, -1] = 1.0
 
