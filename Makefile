@@ -3,7 +3,7 @@ PYTHON ?= python
 # A machine without a GPU gets the CPU build of torch first; a GPU machine keeps (or gets) its CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: help install run test test-fast test-gpu bench gpu-check lint
+.PHONY: help install run test test-fast test-gpu bench wheelhouse gpu-check lint
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-10s %s\n", $$1, $$2}'
@@ -28,8 +28,11 @@ test-gpu: ## the CUDA tests: kernels against their references (a GPU and `pip in
 bench: ## measured figures: prefill, NoteBank vs Plain, routing, read-once (see docs/benchmarks.md)
 	$(PYTHON) scripts/bench_all.py
 
-gpu-check: ## on a CUDA machine: install the cuda extra, test-gpu, bench, all in one report (outputs/gpu_check/), under 10 min
-	$(PYTHON) scripts/gpu_check.py
+wheelhouse: ## every wheel an offline GPU machine needs besides its torch image, in .wheelhouse/ (<= 20 MiB)
+	$(PYTHON) scripts/check/wheelhouse.py
+
+gpu-check: ## on a CUDA machine, offline: install from .wheelhouse/, then every kernel, model and protocol (8 min)
+	bash scripts/check/gpu_check.sh outputs/gpu_check/$$(date +%Y-%m-%d_%H%M%S)
 
 lint: ## ruff
 	$(PYTHON) -m ruff check memexp kernels tests scripts

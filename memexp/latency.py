@@ -83,12 +83,14 @@ class PeakMemory:
 
 
 def run_once(backbone: Backbone, method: Method, inp: LatencyInput, new_tokens: int) -> Answer:
-    """One complete run: read the context, answer the question with exactly `new_tokens` tokens."""
+    """One complete run: read the context, answer the question with exactly `new_tokens` tokens.
+    The answer's `seconds` hold every stage of the run, the read's (e.g. prefill_write) first."""
     memory = method.read(backbone, inp.context_ids)
     question = Question(id=inp.name, prompt=inp.prompt, references=[], metric="none", max_new_tokens=new_tokens)
     answer = method.answer(backbone, memory, inp.question_ids, question, stop=[])
     if len(answer.ids) != new_tokens:
         raise RuntimeError(f"{method.name} generated {len(answer.ids)} tokens with stopping disabled, not {new_tokens}")
+    answer.seconds = {**memory.seconds, **answer.seconds}
     return answer
 
 

@@ -1,4 +1,4 @@
-"""scripts/gpu_check.py: stops at once without CUDA; with CUDA (faked here) every step's result,
+"""scripts/check/gpu_check.py: stops at once without CUDA; with CUDA (faked here) every step's result,
 including a timed-out one, lands in one report under the total budget."""
 
 import importlib.util
@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "gpu_check.py"
+SCRIPT = ROOT / "scripts" / "check" / "gpu_check.py"
 
 
 def _module():
@@ -48,17 +48,18 @@ def test_steps_report_figures_and_a_timeout_within_the_budget(tmp_path, monkeypa
         # a child that outlives its parent must die with it: the whole process group is killed
         gc.Step("bench: slow", [py, "-c", "import subprocess, sys, time; print('figure 1.23', flush=True); "
                                           "open(sys.argv[1], 'w').write(str(subprocess.Popen(['sleep', '60']).pid)); "
-                                          "time.sleep(60)", str(tmp_path / "child.pid")]),
+                                          "time.sleep(60)", str(tmp_path / "child.pid")], 6),
         gc.Step("bench: fast", [py, "-c", "print('| ratio | 0.99 |')"]),
     ]
     monkeypatch.setattr(gc, "cuda_device", lambda: "Fake GPU")
-    monkeypatch.setattr(gc, "plan", lambda skip_install: steps)
+    monkeypatch.setattr(gc, "plan", lambda work: steps)
     t0 = time.monotonic()
     rc = gc.main(["--budget", "12", "--out", str(tmp_path)])
     assert time.monotonic() - t0 < 30
     assert rc == 1
     child = int((tmp_path / "child.pid").read_text())
     [path] = list(tmp_path.glob("*.md"))
+    assert path.name == "report.md"
     text = path.read_text()
     assert "- GPU: Fake GPU" in text
     assert "**test-gpu summary:** 2 passed, 1 skipped in 0.1s" in text

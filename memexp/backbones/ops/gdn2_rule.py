@@ -57,7 +57,9 @@ def gdn2_rule(
     if use_kernels(v, "fla"):
         from fla.ops.gdn2 import chunk_gdn2, fused_recurrent_gdn2
 
-        kernel = fused_recurrent_gdn2 if q.shape[1] <= FLA_RECURRENT_MAX_T else chunk_gdn2
+        # fused_recurrent has no backward: training always takes the chunk kernel (as FLA's layer does)
+        needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v, g, b, w))
+        kernel = fused_recurrent_gdn2 if q.shape[1] <= FLA_RECURRENT_MAX_T and not needs_grad else chunk_gdn2
         h0 = None if initial_state is None else initial_state.float().contiguous()
         return kernel(
             q=q,

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from memexp.backbones.ops.reference import fp32_state, reference_form
-from memexp.dispatch import use_kernels
+from memexp.dispatch import kernel_module, use_kernels
 
 CHUNK = 256  # mamba2-1.3b's chunk size; any value gives the same result up to rounding
 RECURRENT_MAX_T = 16  # below this the per-token loop is cheaper than one padded chunk
@@ -57,8 +57,7 @@ def ssd(
     if use_kernels(x, "mamba_ssm"):
         if x.shape[1] == 1 and tuple(dt_limit) == (0.0, math.inf):
             return _ssd_step_kernel(x, dt, A, B, C, D, dt_bias, dt_softplus, initial_state)
-        from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
-
+        mamba_chunk_scan_combined = kernel_module("mamba_ssm.ops.triton.ssd_combined").mamba_chunk_scan_combined
         h0 = None if initial_state is None else initial_state.float().contiguous()
         y, final = mamba_chunk_scan_combined(
             x.contiguous(),
@@ -86,7 +85,7 @@ def _ssd_step_kernel(x, dt, A, B, C, D, dt_bias, dt_softplus, initial_state):
     uses: per-head scalars (A, dt, dt_bias, D) expanded over the head dimension as step()
     does (stride 0, the kernel's tied-dimension case). The kernel writes the state in place,
     so it gets a copy: the caller's state is never written."""
-    from mamba_ssm.ops.triton.selective_state_update import selective_state_update
+    selective_state_update = kernel_module("mamba_ssm.ops.triton.selective_state_update").selective_state_update
 
     batch, _, H, P = x.shape
     N = B.shape[-1]
