@@ -6,10 +6,10 @@
 Steps, one after another, each a process under its own time limit cut from one total budget
 (default 480 s): the environment (which kernel library serves each op), every dispatched kernel
 against memexp's reference op at the 1.3B checkpoints' shapes, the real-size configurations with
-random weights (CUDA bf16 against CPU fp32), routing at 4,096 notes, the quick start, the CUDA tests
-(`pytest -m gpu`), NoteBank's Table 7 protocol (its lengths adapt to its limit), Titan-Llama's prefill
-and decode (Fig. 4), the quick start, and the CUDA tests (`pytest -m gpu` on the files that hold
-them), which get what is left (scripts/check/gpu_measure.py has each measurement). A step that passes
+random weights (CUDA bf16 against CPU fp32), routing at 4,096 notes, NoteBank's Table 7 protocol
+(its lengths adapt to its limit), Titan-Llama's prefill and decode (Fig. 4), the quick start, and
+the CUDA tests (`pytest -m gpu` on the files that hold them) with what is left;
+scripts/check/gpu_measure.py has each measurement. A step that passes
 its limit is killed with its whole process group and recorded as timed out with what it printed so
 far; the report (OUT_DIR/report.md, the first file written) is rewritten after every step, so it
 holds every finished figure even when the run is cut short. OUT_DIR gets at most two files:
