@@ -1,0 +1,100 @@
+"""Trainable weights on a bf16 backbone keep fp32 master copies: LoRA adapters (what the
+notebank_lora recipe trains) and the Titan modules (what the titan_llama recipe trains).
+
+bf16 keeps 8 significant bits, so a stored weight w moves only by steps of at least 2^-8 |w|
+(half its spacing, 2^-7 |w|, rounds to the nearer neighbour). One AdamW step moves every weight
+with a non-zero gradient by lr (its first update is lr * g / (|g| + eps), bias corrections
+included). With lr = 1e-4 * median |w| the step is ~40x below what a bf16 weight can take: stored
+in bf16 it would round back to the old value for nearly every weight. The fp32 master must move
+by exactly lr (to fp32 rounding).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from memexp.adapters import attach_lora, freeze_base
+from memexp.adapters.lora import LoRAConfig
+from memexp.backbones import load_backbone
+from memexp.methods.titan.config import TitanConfig
+from memexp.methods.titan.retrofit import retrofit
+
+RELATIVE_STEP = 1e-4  # the update over the median weight: far below bf16's 2^-8 (3.9e-3)
+
+
+def tiny(arch: str, **fields):
+    return load_backbone({"name": f"tiny_{arch}_bf16", "arch": arch, "tokenizer": "byte", "dtype": "bfloat16",
+                          "device": "cpu", "model": {"hidden_size": 64, "num_hidden_layers": 2,
+                                                     "vocab_size": 258, **fields}})
+
+
+def ids(n: int, seed: int = 0) -> torch.Tensor:
+    return torch.randint(0, 256, (2, n), generator=torch.Generator().manual_seed(seed))
+
+
+def check_one_small_step(params: list[torch.nn.Parameter], loss_of) -> None:
+    """One AdamW step of lr = RELATIVE_STEP * median |w| moves each master by lr where its
+    gradient is non-zero, a move bf16 storage would lose for most weights."""
+    assert params and all(p.dtype == torch.float32 for p in params), {p.dtype for p in params}
+    lr = RELATIVE_STEP * torch.cat([p.detach().abs().flatten() for p in params]).median().item()
+    assert lr > 0
+    before = [p.detach().clone() for p in params]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, eps=1e-30)
+    loss_of().backward()
+    grads = [p.grad.clone() for p in params]
+    assert all(g.dtype == torch.float32 for g in grads), "gradients reach the masters in fp32"
+    opt.step()
+    moved, lost_in_bf16, total = 0, 0, 0
+    for p, w0, g in zip(params, before, grads):
+        live = g != 0
+        # w0 - w1 is exact (Sterbenz); w1 itself is w0 - lr rounded to fp32 (half a spacing, 2^-24 |w|),
+        # and Adam's lr * m / sqrt(v) carries a few fp32 roundings of lr
+        error = ((w0 - p.detach()) - lr * g.sign())[live].abs()
+        assert (error <= 2 ** -24 * w0[live].abs() + 1e-5 * lr).all(), f"largest error {error.max():.3g} at lr {lr:.3g}"
+        assert torch.equal(p.detach()[~live], w0[~live])
+        moved += int(live.sum())
+        # the same step applied to a bf16 copy of the weight: what a bf16 parameter would keep
+        w16 = w0[live].bfloat16()
+        lost_in_bf16 += int(((w16.float() - lr * g[live].sign()).bfloat16() == w16).sum())
+        total += w0.numel()
+    assert moved > total / 2, f"only {moved} of {total} trainable weights had a gradient"
+    assert lost_in_bf16 > moved / 2, "the step should be below bf16's resolution for most weights"
+
+
+def test_lora_masters_are_fp32_on_a_bf16_backbone_and_keep_a_sub_resolution_step():
+    bb = tiny("gdn", num_heads=2, head_dim=32)
+    freeze_base(bb)
+    base = {n: p.detach().clone() for n, p in bb.model.named_parameters()}
+    lora = attach_lora(bb, LoRAConfig(targets=["model.layers.*.attn.q_proj", "model.layers.*.attn.v_proj"],
+                                      rank=4, alpha=8))
+    with torch.no_grad():  # B starts at zero (no gradient for A); a trained-looking B gives both one
+        for p in lora.trainable_parameters():
+            if p.abs().max() == 0:
+                p.copy_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(3)))
+    x = ids(20)
+
+    def loss():
+        with lora.enabled():
+            logits = bb.train_forward(x)
+        assert logits.dtype == torch.bfloat16, "the backbone computes in bf16 with the adapters on"
+        return logits.float().square().mean()
+
+    check_one_small_step(lora.trainable_parameters(), loss)
+    assert all(torch.equal(p, base[n]) for n, p in bb.model.named_parameters()), "the frozen base moved"
+    assert all(t.dtype == torch.float32 for t in lora.tensors().values()), "saved adapters are the fp32 masters"
+
+
+def test_titan_masters_are_fp32_on_a_bf16_backbone_and_keep_a_sub_resolution_step():
+    bb = tiny("llama", num_attention_heads=4, num_key_value_heads=2, intermediate_size=128)
+    modules = retrofit(bb, TitanConfig(layers=2, segment_length=4, test_batch=8))
+    with torch.no_grad():  # the gates start closed-ish and zero-weighted: open them so every module has a gradient
+        for name, p in modules.named_parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=torch.Generator().manual_seed(len(name))))
+    x = ids(20)
+
+    def loss():
+        logits = bb.train_forward(x)
+        assert logits.dtype == torch.bfloat16
+        return logits.float().square().mean()
+
+    check_one_small_step([p for p in modules.parameters() if p.requires_grad], loss)
