@@ -98,3 +98,30 @@ def test_titan_masters_are_fp32_on_a_bf16_backbone_and_keep_a_sub_resolution_ste
         return logits.float().square().mean()
 
     check_one_small_step([p for p in modules.parameters() if p.requires_grad], loss)
+
+
+def test_the_notebank_lora_recipe_trains_and_saves_the_fp32_masters_on_a_bf16_backbone(tmp_path):
+    """Two updates of the recipe on tiny_gdn in bf16 at lr 1e-5: the first moves only B (A has no
+    gradient while B = 0), the second moves A by at most lr (Adam), ~1e-4 of A's typical
+    1 / sqrt(128), which bf16 storage would round away; the saved A must have moved."""
+    from test_notebank_lora_recipe import adapter_tensors
+    from test_notebank_lora_recipe import tiny as tiny_recipe
+
+    from memexp.training.notebank_lora.train import run, run_config
+
+    lr = 1e-5
+    common = ("data.examples=2", "accumulate=1", f"lr={lr}", "weight_decay=0.0", "overrides=[backbone.dtype=bfloat16]")
+    runs = {steps: tiny_recipe(tmp_path, f"steps{steps}", f"steps={steps}", *common) for steps in (1, 2)}
+    assert run_config(runs[2]).backbone.dtype == "bfloat16"
+    for recipe in runs.values():
+        run(recipe, log=lambda line: None)
+    one, two = adapter_tensors(tmp_path / "steps1"), adapter_tensors(tmp_path / "steps2")
+    assert all(t.dtype == torch.float32 for t in [*one.values(), *two.values()])
+    a_names = [k for k in one if k.endswith("lora_A")]
+    a1 = torch.cat([one[k].flatten() for k in a_names])
+    a2 = torch.cat([two[k].flatten() for k in a_names])
+    step = (a2 - a1).abs()
+    assert (step > 0).float().mean() > 0.5, "the second update should move most of A"
+    assert (step <= lr * (1 + 1e-3) + 2 ** -24 * a1.abs()).all()
+    kept_by_bf16 = (a2.bfloat16() != a1.bfloat16()).float().mean()
+    assert kept_by_bf16 < 0.1, f"{kept_by_bf16:.0%} of the steps would survive bf16 storage: lr is not small enough"
