@@ -7,7 +7,11 @@ What must hold exactly (the backbone contract, memexp/backbones/base.py):
     parameters the architecture keeps fp32 (`Architecture.keep_fp32`), which are equal;
   - recurrent memories stay fp32 in the state; conv windows and KV caches are in the compute
     dtype; `forward` returns fp32 logits; `train_forward` and the observer's keys and queries
-    are in the compute dtype.
+    are in the compute dtype, and every weight's gradient in the weight's dtype;
+  - embedding rows are fp32's rounded; rotary tables are computed in fp32 from exact
+    positions and rounded once (checked at positions bf16 cannot hold);
+  - LoRA adapters keep fp32 masters in both models (tests/training/test_fp32_masters.py
+    checks that an optimiser step below bf16's resolution is kept).
 
 What holds up to rounding: the logits. bf16 keeps 8 significant bits, so rounding a value v
 to bf16 changes it by at most u |v| with u = 2^-8 (round to nearest). Each block of these
@@ -23,19 +27,23 @@ embedding, the final norm and the head, n = K L + 3 roundings for L layers:
 
     max |logits_bf16 - logits_fp32|  <=  (K L + 3) * u * max |logits_fp32|
 
-(35 u ~ 14 % of the largest logit for 2 layers). The measured differences are 1-2 u of the
-largest logit; an error beyond the budget is not rounding (a value computed on another path,
-a position or a decay kept in too few bits, a state rounded between calls). The inputs are
-long enough to cross the recurrences' 64-token chunks and bf16's exact integers (256: a
-position held in bf16 would lose its odd values), and are read in pieces, so continuation and
-single-token decoding are compared too.
+(35 u ~ 14 % of the largest logit for 2 layers). It is a worst-case bound, every rounding
+taken at its largest and all of the same sign; the measured differences are 0.6-2.2 u of the
+largest logit. So it catches what is not rounding at all (a value computed on another path, a
+dropped or doubled term, an adapter update lost, a state cut between calls), not a value kept
+in too few bits somewhere: those stay within it (rotary positions passed through bf16 moved the
+tiny Qwen3.5's logits by 5.5 u), and the exact checks above and below are what catch them. The
+inputs cross the recurrences' 64-token chunks and position 256 (bf16 holds every integer
+only up to 2^8) and are read in pieces, so continuation and single-token decoding are compared too.
 
-Methods: each registered method runs end to end (read a context, answer questions) on the
-first registered architecture it supports, once in fp32 and once in bf16, with every
-`backbone.forward` call recorded. Calls are compared in order while both runs feed the same
-ids: each must return logits within the budget. The runs may part only where greedy
-decoding may legitimately differ: a generated token whose fp32 logits had a margin below
-twice the budget over the runner-up (two logits each moved by at most the budget can swap).
+Methods: each registered method runs end to end (read a context, answer three questions) on
+the first registered architecture it supports, once in fp32 and once in bf16, with every
+`backbone.forward` call recorded. The context's calls must match one for one, each within the
+budget. Each answer's calls are compared in order while both runs read the same ids; the runs
+may part only where rounding can change a discrete choice: a generated token whose fp32 logits
+had a margin below twice the budget over the runner-up (two logits each moved by at most the
+budget can swap), or the method's own pick of what to read (NoteBank's replayed notes, whose
+scores rounding can reorder). Most answers must come out the same tokens.
 """
 
 from __future__ import annotations
@@ -120,6 +128,23 @@ def test_bf16_state_keeps_memory_fp32_and_the_rest_in_the_compute_dtype(arch, pa
     assert len(memory) == len({c.layer for c in b16.channels})
 
 
+@pytest.mark.parametrize("arch", ARCH_NAMES)
+def test_bf16_embeddings_and_positions_are_fp32_rounded(arch, pair_of):
+    """Exact where nothing is computed: the embedding rows are fp32's rounded to bf16, and the
+    rotary tables of far positions (odd ones past 2^8, 2^20 + 1: integers bf16 cannot hold) are
+    computed in fp32 and rounded once; a position that passed through bf16 would be off by up
+    to thousands of tokens there."""
+    f32, b16 = pair_of(arch)
+    x = ids(40)
+    got = b16.input_embeddings(x)  # in the residual's dtype (Mamba-2 keeps its residual in fp32)
+    assert torch.equal(got, f32.input_embeddings(x).to(torch.bfloat16).to(got.dtype))
+    assert (f32.rope is None) == (b16.rope is None)
+    if b16.rope is not None:
+        positions = torch.tensor([0, 1, 255, 257, 4097, 2 ** 20 + 1])
+        for got, want in zip(b16.rope.cos_sin(positions, torch.bfloat16), f32.rope.cos_sin(positions, torch.float32)):
+            assert got.dtype == torch.bfloat16 and torch.equal(got, want.to(torch.bfloat16))
+
+
 def compare(what: str, got: torch.Tensor, want: torch.Tensor, num_layers: int) -> float:
     """max |got - want| within the budget of the fp32 `want`'s scale; returns it in units of u x scale."""
     scale = want.abs().max().item()
@@ -164,6 +189,34 @@ def test_bf16_training_forward_matches_fp32_and_reaches_every_weight(arch, pair_
         assert not wrong, f"no finite non-zero gradient in the parameter's dtype for {wrong}"
     finally:
         b16.model.zero_grad(set_to_none=True)
+
+
+@pytest.mark.parametrize("arch", [a for a in ARCH_NAMES if ARCHS.get(a).meta.get("adapters")])
+def test_bf16_with_lora_adapters_matches_fp32(arch):
+    """LoRA on every linear projection of the first layer, with a trained-looking B: fp32 masters
+    in both models, the update computed in the compute dtype; the logits within the budget."""
+    from memexp.adapters import attach_lora
+    from memexp.adapters.lora import LoRAConfig
+
+    f32, b16 = tiny(arch, "float32"), tiny(arch, "bfloat16")
+    first = [n for n, m in f32.model.named_modules() if isinstance(m, torch.nn.Linear) and ".0." in f"{n}."
+             and not n.endswith("lm_head")]
+    assert first
+    loras = [attach_lora(bb, LoRAConfig(targets=first, rank=4, alpha=8)) for bb in (f32, b16)]
+    for lora in loras:
+        with torch.no_grad():
+            for name, p in lora.named_parameters():
+                if name.endswith("lora_B"):
+                    p.copy_(0.5 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+        assert all(p.dtype == torch.float32 for p in lora.trainable_parameters())
+    assert all(torch.equal(a, b) for a, b in zip(loras[0].parameters(), loras[1].parameters()))
+    x = ids(80, seed=4)
+    with loras[0].enabled(), loras[1].enabled():
+        want, got = f32.forward(f32.init_state(), x), b16.forward(b16.init_state(), x)
+    plain = f32.forward(f32.init_state(), x)
+    assert (want - plain).abs().max() > budget(len(f32.layers), want.abs().max().item()), \
+        "the adapters should move the logits past the budget, so that an update lost in bf16 fails below"
+    compare("logits with LoRA on", got, want, len(b16.layers))
 
 
 # ---- methods -----------------------------------------------------------------------------------
