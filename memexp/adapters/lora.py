@@ -10,7 +10,9 @@ The update of each target runs as a forward hook that exists only inside `enable
 it the model's modules carry no hook at all, so the bare model's numbers are untouched
 bit for bit and the only cost of switching is registering and removing one hook per target.
 The adapter tensors live in this object, never in the model, so the checkpoint's
-`state_dict()` keys and weights stay as they are.
+`state_dict()` keys and weights stay as they are. They are fp32 master copies whatever the
+backbone computes in (the update itself runs in the compute dtype), so that training a bf16
+backbone's adapters keeps steps smaller than bf16's resolution.
 """
 
 from __future__ import annotations
