@@ -125,3 +125,35 @@ def test_the_notebank_lora_recipe_trains_and_saves_the_fp32_masters_on_a_bf16_ba
     assert (step <= lr * (1 + 1e-3) + 2 ** -24 * a1.abs()).all()
     kept_by_bf16 = (a2.bfloat16() != a1.bfloat16()).float().mean()
     assert kept_by_bf16 < 0.1, f"{kept_by_bf16:.0%} of the steps would survive bf16 storage: lr is not small enough"
+
+
+def test_the_titan_llama_recipe_trains_and_saves_the_fp32_masters_on_a_bf16_backbone(tmp_path):
+    """One update of the recipe on a tiny random Llama in bf16 at lr 1e-6: W0 starts at I and 4 I, where
+    bf16's spacing is 2^-7 and 2^-5, so a bf16 W0 would keep its diagonal; the saved fp32 masters moved
+    it by at most lr (Adam's first step), and the optimiser holds fp32 moments."""
+    from safetensors.torch import load_file
+    from test_titan_recipe import TINY
+
+    from memexp.training import main
+    from tests.training.titan_data import write_sources
+
+    lr = 1e-6
+    stage = (f"stages=[{{name: pre, data: pretrain_mix, total_tokens: 256, batch_size: 2, micro_batch_size: 1, "
+             f"lr: {lr}, min_lr: {lr}, warmup_start_lr: {lr}, warmup_steps: 0, save_every: 1}}]")
+    tiny = [a.replace("dtype: float32", "dtype: bfloat16") for a in TINY]
+    assert tiny != TINY
+    paths = write_sources(tmp_path / "data")
+    out = tmp_path / "o"
+    assert main(["recipe=titan_llama", f"output={out}", *tiny, stage, "only=pre",
+                 *(f"{k}={v}" for k, v in paths.items())]) == 0
+    saved = load_file(str(out / "pre" / "modules" / "titan_memory.safetensors"))
+    assert all(t.dtype == torch.float32 for t in saved.values())
+    for name, t in saved.items():
+        if name.endswith(("memory.w1", "memory.w3")):
+            init = (4.0 if name.endswith("w3") else 1.0)
+            diagonal = t.diagonal(dim1=-2, dim2=-1)
+            step = (diagonal - init).abs()
+            assert (step > 0).float().mean() > 0.5 and (step <= lr * (1 + 1e-3) + 2 ** -24 * init).all(), name
+            assert torch.equal(diagonal.bfloat16().float(), torch.full_like(diagonal, init)), "below bf16's spacing"
+    moments = torch.load(out / "pre" / "checkpoint.pt", weights_only=False)["optimizer"]["state"].values()
+    assert moments and all(m["exp_avg"].dtype == torch.float32 for m in moments)
