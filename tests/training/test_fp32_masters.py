@@ -6,7 +6,8 @@ bf16 keeps 8 significant bits, so a stored weight w moves only by steps of at le
 with a non-zero gradient by lr (its first update is lr * g / (|g| + eps), bias corrections
 included). With lr = 1e-4 * median |w| the step is ~40x below what a bf16 weight can take: stored
 in bf16 it would round back to the old value for nearly every weight. The fp32 master must move
-by exactly lr (to fp32 rounding).
+by exactly lr (to fp32 rounding). The two recipes are then run for one or two updates on a bf16
+backbone with such a learning rate: what they save has kept the step.
 """
 
 from __future__ import annotations
