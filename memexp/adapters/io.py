@@ -36,8 +36,9 @@ def save_adapters(adapters: Adapters, directory: str | Path) -> str:
 
 def load_adapters(target, directory: str | Path) -> Adapters:
     """The adapters saved in `directory`, attached to `target` (a backbone or an nn.Module) on
-    its device and dtype, off until `enabled()`. Adapters saved for other shapes or module
-    names raise one AdapterError naming the folder and the first difference."""
+    its device (fp32 masters, cast to the compute dtype at use), off until `enabled()`.
+    Adapters saved for other shapes or module names raise one AdapterError naming the folder
+    and the first difference."""
     directory = Path(directory)
     model = model_of(target)
     spec = read_spec(directory)

@@ -10,7 +10,9 @@ The update of each target runs as a forward hook that exists only inside `enable
 it the model's modules carry no hook at all, so the bare model's numbers are untouched
 bit for bit and the only cost of switching is registering and removing one hook per target.
 The adapter tensors live in this object, never in the model, so the checkpoint's
-`state_dict()` keys and weights stay as they are.
+`state_dict()` keys and weights stay as they are. They are fp32 master copies whatever the
+backbone computes in (the update itself runs in the compute dtype), so that training a bf16
+backbone's adapters keeps steps smaller than bf16's resolution.
 """
 
 from __future__ import annotations
@@ -71,14 +73,18 @@ class LoRAUpdate(nn.Module):
         n_rows = sum(b - a for a, b in rows)
         bound = 1 / math.sqrt(in_features)  # = kaiming_uniform_(a=sqrt(5)), torchtune's and nn.Linear's default
         a = torch.empty(c.rank, in_features).uniform_(-bound, bound, generator=generator)
-        self.lora_A = nn.Parameter(a.to(device=weight.device, dtype=weight.dtype))
-        self.lora_B = nn.Parameter(torch.zeros(n_rows, c.rank, device=weight.device, dtype=weight.dtype))
+        # fp32 master copies whatever the backbone computes in: an optimiser step smaller than
+        # bf16's resolution relative to the weight (2^-8) would otherwise round away
+        master = torch.promote_types(weight.dtype, torch.float32)
+        self.lora_A = nn.Parameter(a.to(device=weight.device, dtype=master))
+        self.lora_B = nn.Parameter(torch.zeros(n_rows, c.rank, device=weight.device, dtype=master))
         self.dropout = nn.Dropout(c.dropout) if c.dropout > 0 else nn.Identity()
 
     def delta(self, x: torch.Tensor) -> torch.Tensor:
-        """x: [..., in_features] -> [..., n_rows], the update of the chosen rows."""
-        x = self.dropout(x.to(self.lora_A.dtype))
-        return (x @ self.lora_A.T) @ self.lora_B.T * self.scale
+        """x: [..., in_features] -> [..., n_rows] in x's dtype, the update of the chosen rows; the
+        masters are cast to the compute dtype at use (gradients flow back to them in fp32)."""
+        x = self.dropout(x)
+        return (x @ self.lora_A.to(x.dtype).T) @ self.lora_B.to(x.dtype).T * self.scale
 
     def apply_to(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """x: [..., in], y: [..., out] (the projection's output) -> y with the update added to

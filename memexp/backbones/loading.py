@@ -273,10 +273,13 @@ def place_model(model: nn.Module, device: torch.device, dtype: torch.dtype, empt
         else:
             first_name[id(p)] = name
     keep = set(keep_fp32)
+    # the kept tensors as they are before the cast: casting them down and back up would leave
+    # random-init gates rounded to the compute dtype's bits
+    kept = {name: p.data for name, p in model.named_parameters() if name.rpartition(".")[2] in keep}
     model.to(dtype=dtype)
     for name, p in model.named_parameters():
-        if name.rpartition(".")[2] in keep:
-            p.data = p.data.float()
+        if name in kept:
+            p.data = kept[name].float()
     if empty:
         model.to_empty(device=device)
     else:
