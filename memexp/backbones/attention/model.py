@@ -160,7 +160,7 @@ class SelfAttention(nn.Module):
         q = apply_rotary(self.q_proj(x).view(B, T, c.num_attention_heads, hd), cos, sin)
         k = apply_rotary(self.k_proj(x).view(B, T, c.kv_heads, hd), cos, sin)
         keys, values = cache.append(k, self.v_proj(x).view(B, T, c.kv_heads, hd))
-        o = attention(q, keys, values, window=cache.window)
+        o = attention(q, keys, values, window=cache.window, mask=cache.attention_mask())
         cache.trim()
         return self.o_proj(o.reshape(B, T, -1))
 

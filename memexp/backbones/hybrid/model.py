@@ -215,7 +215,7 @@ class GatedAttention(nn.Module):
         q = apply_rotary(self.q_norm(q), cos, sin)
         k = apply_rotary(self.k_norm(self.k_proj(x).view(B, T, Hkv, hd)), cos, sin)
         keys, values = cache.append(k, self.v_proj(x).view(B, T, Hkv, hd))
-        o = attention(q, keys, values, window=cache.window)
+        o = attention(q, keys, values, window=cache.window, mask=cache.attention_mask())
         cache.trim()
         return self.o_proj(o.reshape(B, T, H * hd) * torch.sigmoid(gate.reshape(B, T, H * hd)))
 

@@ -25,6 +25,7 @@ def attention(
     v: torch.Tensor,
     scale: float | None = None,
     window: int | None = None,
+    mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Args:
         q: [B, Tq, H, D] queries of the newest Tq tokens.
@@ -32,11 +33,17 @@ def attention(
             H must be a multiple of Hkv (query head h reads KV head h // (H / Hkv)).
         scale: softmax scale, default D ** -0.5.
         window: attend only the last `window` positions (None: all).
+        mask: [Tq, Tk] bool, True where a query may attend a key, replacing the causal alignment
+            above (a static KV buffer, whose written rows are not its first Tk; see StaticKVCache).
     Returns:
         o: [B, Tq, H, D] in q's dtype.
     """
     if scale is None:
         scale = q.shape[-1] ** -0.5
+    if mask is not None:
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,
+                                           scale=scale, enable_gqa=q.shape[2] != k.shape[2])
+        return o.transpose(1, 2)
     if q.dtype in (torch.float16, torch.bfloat16) and use_kernels(q, "flash_attn"):
         from flash_attn import flash_attn_func
 
@@ -157,9 +164,67 @@ class KVCache:
     def scale_recurrent(self, lam: float) -> None:
         """Keys and values are not recurrent memory: a layer state's rescale keeps them."""
 
+    def attention_mask(self) -> None:
+        """The cache's rows are exactly the keys so far: `attention` aligns the queries itself."""
+        return None
+
     def nbytes(self) -> int:
         b, _, h, d = self.k.shape
         return 2 * b * self.length * h * d * self.k.element_size()
+
+
+class StaticKVCache:
+    """A KV cache of fixed shape for decoding one token per call with no host synchronisation,
+    so that a decode step can be captured in a CUDA graph and replayed (memexp.backbones.static_decode).
+
+    The buffers [B, capacity, Hkv, D] never change shape or address; `position` is a device tensor
+    [1] (shared by every layer of a decoder, advanced by it) naming the row the next token writes,
+    which is its absolute position; the query attends the rows at or before it through a mask.
+    Full attention only: a windowed cache keeps its rows in a moving window, not by position.
+    """
+
+    window = None
+
+    def __init__(self, k: torch.Tensor, v: torch.Tensor, position: torch.Tensor) -> None:
+        self.k, self.v, self.position = k, v, position
+        self._rows = torch.arange(k.shape[1], device=k.device)
+
+    @classmethod
+    def from_cache(cls, cache: KVCache, capacity: int, position: torch.Tensor) -> "StaticKVCache":
+        """A copy of `cache`'s rows (positions 0 .. length - 1) in buffers of `capacity` rows."""
+        if cache.window is not None:
+            raise ValueError(f"static decoding needs full-attention caches; this one has window={cache.window}")
+        if capacity < cache.length:
+            raise ValueError(f"capacity {capacity} < the {cache.length} rows already cached")
+        k, v = (t.new_zeros(t.shape[0], capacity, *t.shape[2:]) for t in (cache.k, cache.v))
+        k[:, : cache.length] = cache.k[:, : cache.length]
+        v[:, : cache.length] = cache.v[:, : cache.length]
+        return cls(k, v, position)
+
+    @property
+    def capacity(self) -> int:
+        return self.k.shape[1]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write one token's [B, 1, Hkv, D] key and value at row `position`; return the whole buffers."""
+        if k.shape[1] != 1:
+            raise ValueError(f"a static KV cache takes one token per call, got {k.shape[1]}")
+        self.k.index_copy_(1, self.position, k)
+        self.v.index_copy_(1, self.position, v)
+        return self.k, self.v
+
+    def attention_mask(self) -> torch.Tensor:
+        """[1, capacity] bool: the rows at or before the current position."""
+        return (self._rows <= self.position)[None, :]
+
+    def trim(self) -> None:
+        """Nothing to drop: full attention keeps every row."""
+
+    def scale_recurrent(self, lam: float) -> None:
+        """Keys and values are not recurrent memory."""
+
+    def nbytes(self) -> int:
+        return 2 * self.k.numel() * self.k.element_size()
 
 
 def _round_up(n: int, multiple: int) -> int:
