@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import sys
 import time
@@ -105,11 +104,11 @@ def median_seconds(fn: Callable[[], object], device: torch.device, repeats: int,
 # ---- env ------------------------------------------------------------------------------------------
 
 def cmd_env(s: Setup, args) -> int:
-    import triton  # noqa: F401  (its version below)
     import transformers
+    import triton
 
     rows = [["python", sys.version.split()[0]], ["torch", f"{torch.__version__} (CUDA {torch.version.cuda})"],
-            ["transformers", transformers.__version__], ["triton", sys.modules["triton"].__version__],
+            ["transformers", transformers.__version__], ["triton", triton.__version__],
             ["device", torch.cuda.get_device_name(0) if s.device.type == "cuda" else "cpu"]]
     for lib in ("fla", "mamba_ssm", "causal_conv1d", "flash_attn"):
         rows.append([lib, library_status(lib)])
@@ -132,10 +131,11 @@ def _gdn_inputs(T, H, K, V, dtype, device, g_scale=0.05):
     return q, k, v, g, beta, h0
 
 
-def _split_run(run, T: int, cut: int, h0):
-    """Run over [0, cut) then [cut, T) carrying the state: continuation across an awkward split."""
-    o1, s1 = run(slice(0, cut), h0)
-    o2, s2 = run(slice(cut, T), s1)
+def _split_run(op, seq: dict[str, torch.Tensor], fixed: dict, T: int, cut: int, h0):
+    """op over tokens [0, cut) then [cut, T) carrying the state (continuation across an awkward
+    split): `seq` are the per-token arguments [B, T, ...], `fixed` the others."""
+    o1, s1 = op(**{k: t[:, :cut] for k, t in seq.items()}, **fixed, initial_state=h0)
+    o2, s2 = op(**{k: t[:, cut:T] for k, t in seq.items()}, **fixed, initial_state=s1)
     return torch.cat([o1, o2], dim=1), s2
 
 
@@ -165,8 +165,7 @@ def kernel_rows(s: Setup) -> list[list]:
         q, k, v, g, beta, h0 = _gdn_inputs(T, H, K, K, dtype, dev)
         ref_o, ref_s = chunk_gated_delta_rule_ref(q.float(), k.float(), v.float(), g, beta.float(), initial_state=h0)
         reset_kernel_calls()
-        o, st = _split_run(lambda sl, h: gated_delta_rule(q[:, sl], k[:, sl], v[:, sl], g[:, sl], beta[:, sl],
-                                                          initial_state=h), T, cut, h0)
+        o, st = _split_run(gated_delta_rule, dict(q=q, k=k, v=v, g=g, beta=beta), {}, T, cut, h0)
         add("GDN chunk (1.3B: 8 heads x 256)", f"T={cut}+{T - cut}", dtype, max(rel(o, ref_o), rel(st, ref_s)))
         n = s.pick(37, 5)  # <= 64 tokens: FLA's fused recurrent kernel
         r_o, r_s = chunk_gated_delta_rule_ref(q[:, :n].float(), k[:, :n].float(), v[:, :n].float(), g[:, :n],
@@ -182,8 +181,7 @@ def kernel_rows(s: Setup) -> list[list]:
         w = torch.rand(1, T, H2, K2, device=dev).to(dtype)
         ref_o, ref_s = chunk_gdn2_ref(q.float(), k.float(), v.float(), g, b.float(), w.float(), initial_state=h0)
         reset_kernel_calls()
-        o, st = _split_run(lambda sl, h: gdn2_rule(q[:, sl], k[:, sl], v[:, sl], g[:, sl], b[:, sl], w[:, sl],
-                                                   initial_state=h), T, cut, h0)
+        o, st = _split_run(gdn2_rule, dict(q=q, k=k, v=v, g=g, b=b, w=w), {}, T, cut, h0)
         add("GDN-2 chunk (1.3B: 16 heads x 128)", f"T={cut}+{T - cut}", dtype, max(rel(o, ref_o), rel(st, ref_s)))
 
     Hm, P, N = s.pick((64, 64, 128), (4, 16, 16))  # mamba2-1.3b: d_inner 4096 = 64 heads x 64, d_state 128, 1 group
@@ -199,8 +197,7 @@ def kernel_rows(s: Setup) -> list[list]:
         sdt = step_sizes(dt, dt_bias)
         ref_y, ref_s = chunk_ssd_ref(x.float(), sdt, A, B.float(), C.float(), D, h0)
         reset_kernel_calls()
-        y, st = _split_run(lambda sl, h: ssd(x[:, sl], dt[:, sl], A, B[:, sl], C[:, sl], D, dt_bias,
-                                             initial_state=h), T, cut, h0)
+        y, st = _split_run(ssd, dict(x=x, dt=dt, B=B, C=C), dict(A=A, D=D, dt_bias=dt_bias), T, cut, h0)
         add("Mamba-2 SSD chunk scan (1.3B: 64 heads x 64, N 128)", f"T={cut}+{T - cut}", dtype,
             max(rel(y, ref_y), rel(st, ref_s)))
         r_y, r_s = recurrent_ssd_ref(x[:, :1].float(), sdt[:, :1], A, B[:, :1].float(), C[:, :1].float(), D, h0)
@@ -418,7 +415,6 @@ def _decode(bb, state, steps: int) -> dict[str, str]:
         torch.cuda.reset_peak_memory_stats(bb.device)
     out = {"eager": f"{_per_step(lambda: bb.forward(eager_state, [5]), bb.device, steps) * 1e3:.2f} ms"}
     out["peak"] = f"{torch.cuda.max_memory_allocated(bb.device) / 2**30:.2f} GiB" if cuda else "-"
-    del eager_state
     try:
         dec = StaticDecoder(bb, state, 2 * (steps + 8) + 4)
     except ValueError as e:
@@ -457,7 +453,8 @@ def cmd_titan(s: Setup, args) -> int:
         gen = torch.Generator().manual_seed(3)
         for n in lengths:
             ids = torch.randint(1, 258, (n,), generator=gen).tolist()
-            prefill = median_seconds(lambda: bb.forward(bb.init_state(), ids), bb.device, s.pick(2, 1), warmup=1)
+            prefill = median_seconds(lambda bb=bb, ids=ids: bb.forward(bb.init_state(), ids), bb.device,
+                                     s.pick(2, 1), warmup=1)
             st = bb.init_state()
             bb.forward(st, ids)
             d = _decode(bb, st, steps)
