@@ -55,10 +55,10 @@ PAPER = {
                   "domains": ["Single-Document QA", "Multi-Document QA", "Long-dialogue History Understanding"],
                   "sub_domains": ["User guide QA"]}},
     "paper_routers_ruler": {  # Table 3 / 8: routers at top-1, RULER at 1M
-        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25")},
+        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25", "bge")},
         "R": 1, "bench": {"name": "ruler", "tasks": NIAH6, "lengths": [1048576], "num_samples": 100}},
     "paper_routers_longbench": {  # Table 3 / 8: routers at top-1, LongBench
-        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25")},
+        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25", "bge")},
         "R": 1, "bench": {"name": "longbench", "tasks": LONGBENCH12, "num_samples": 30}},
     "paper_oracle_ruler": {  # Fig. 5b: native vs oracle, RULER at 1M
         "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("native", "oracle")},

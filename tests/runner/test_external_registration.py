@@ -139,7 +139,7 @@ UNKNOWN = [
     (["method.name=jtr"], "method.name='jtr': did you mean jrt? allowed values are plain, clean_start, jrt, notebank, "
                           "titan, titan_segmented"),
     (["method.router=bm52"], "method.router='bm52': did you mean bm25? allowed values are native, random, bm25, "
-                             "embedding, oracle"),
+                             "embedding, oracle, bge"),
     (["bench=rular"], "bench=rular: did you mean ruler? allowed values are longbench, longbench_v2, longhealth, "
                       "memoryagentbench, quality, ruler"),
     (["bench.name=longbench_v3"], "bench.name='longbench_v3': did you mean longbench_v2? allowed values are ruler, "
