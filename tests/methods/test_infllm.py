@@ -243,3 +243,74 @@ def test_prepare_refuses_a_sliding_window_and_a_second_call():
     bb, method = infllm()
     with pytest.raises(RuntimeError, match="already converted"):
         method.prepare(bb)
+
+
+QWEN = {"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": 16, "intermediate_size": 96, "vocab_size": 258, "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 16,
+        "linear_conv_kernel_dim": 4, "full_attention_interval": 2}
+
+
+def tiny_qwen35():
+    return load_backbone({"name": "tiny_qwen35_infllm_test", "arch": "qwen35", "tokenizer": "byte", "model": QWEN})
+
+
+def test_on_the_hybrid_only_the_attention_layers_change_and_the_window_is_full_attention():
+    """Qwen3.5: the full-attention layers (1, 3) get InfLLM, the GDN layers keep their recurrent
+    state; with the whole history inside the window the logits are the backbone's own (partial
+    RoPE, q/k norms and the output gate carried over)."""
+    from memexp.backbones.stack import RecurrentState
+    from memexp.methods.infllm.context_memory import ContextMemory
+
+    full = tiny_qwen35()
+    bb = tiny_qwen35()
+    InfLLM(InfLLMConfig(**{**SMALL, "n_local": 64})).prepare(bb)
+    seq = ids(40)
+    state = bb.init_state()
+    logits = bb.forward(state, seq)
+    assert [type(s) for s in state.layers] == [RecurrentState, ContextMemory, RecurrentState, ContextMemory]
+    assert torch.allclose(logits, full.forward(full.init_state(), seq), atol=1e-5)
+    small = tiny_qwen35()
+    InfLLM(InfLLMConfig(**SMALL)).prepare(small)
+    state = small.init_state()
+    assert not torch.allclose(small.forward(state, seq), logits, atol=1e-3)
+    assert len(state.layers[1].blocks) == (40 - 3 - 8) // 4
+
+
+def test_the_hybrid_reads_once_and_answers_from_copies():
+    bb = tiny_qwen35()
+    method = InfLLM(InfLLMConfig(**SMALL))
+    method.prepare(bb)
+    memory = method.read(bb, ids(45))
+    first = method.answer(bb, memory, ids(6, seed=7), question(), stop=[])
+    method.answer(bb, memory, ids(9, seed=8), question(), stop=[])
+    assert method.answer(bb, memory, ids(6, seed=7), question(), stop=[]).ids == first.ids
+    assert memory.state.position == 45 and memory.stats["infllm_blocks"] == 2 * ((45 - 3 - 8) // 4)
+
+
+def test_blocks_kept_off_the_compute_device_load_through_a_bounded_cache(monkeypatch):
+    """On a GPU blocks are copied to the host and loaded back through an LRU cache of
+    max_cached_block blocks per layer; forced here on the CPU, the results are unchanged, every
+    retrieval of an uncached block is a load and the cache never exceeds its bound."""
+    from memexp.methods.infllm.context_memory import ContextMemory
+
+    seq = ids(80)
+    bb, _ = infllm()
+    resident = bb.forward(bb.init_state(), seq)
+    monkeypatch.setattr(ContextMemory, "_offloaded", property(lambda self: True))
+    state = bb.init_state()
+    for m in state.layers:
+        m.record_retrieval = True
+    sizes = []
+    original = ContextMemory._on_device
+
+    def watched(self, index):
+        out = original(self, index)
+        sizes.append(len(self.cache))
+        return out
+
+    monkeypatch.setattr(ContextMemory, "_on_device", watched)
+    assert torch.allclose(bb.forward(state, seq), resident, atol=1e-6)
+    m = state.layers[0]
+    assert max(sizes) == 3 and m.loads >= len(set(b for r in m.retrieved for b in r))
+    assert m.cache_bytes() == len(m.cache) * 2 * 2 * 4 * 16 * 4

@@ -73,8 +73,8 @@ def test_every_shipped_option_composes_and_validates(tmp_path):
             # backbones without recurrent channels (attention) cannot run the default NoteBank: they run Plain
             arch = OmegaConf.load(CONF_DIR / "backbone" / f"{option}.yaml").arch if group == "backbone" else "gdn"
             method = [] if ARCHS.get(arch).meta.get("recurrent_channels") else ["method=plain"]
-            if group == "method" and "llama_layers" in METHODS.get(option).meta.get("requires", ()):
-                method = ["backbone=tiny_llama_random"]  # Titan converts a Llama's layers
+            if group == "method" and {"llama_layers", "softmax_attention"} & set(METHODS.get(option).meta.get("requires", ())):
+                method = ["backbone=tiny_llama_random"]  # Titan and InfLLM convert a Llama's attention layers
             try:
                 cfg = load_config([f"{group}={option}", *method])
             except ConfigError as e:

@@ -59,7 +59,7 @@ class InfLLMConfig(MethodConfig):
             raise ConfigError(f"method.distance_scale={self.distance_scale!r}: must be a number > 0")
 
 
-# InfLLM replaces the decoder layers of a Llama-style attention backbone (arch llama declares
-# llama_layers; config.validate refuses any other backbone before it loads).
+# InfLLM replaces the softmax attention layers of a backbone (arch llama: all of them; arch qwen35:
+# its full-attention layers); config.validate refuses a backbone without them before it loads.
 METHODS.register(InfLLMConfig.name, "memexp.methods.infllm.method:InfLLM", schema=InfLLMConfig,
-                 requires=("layer_replacement", "llama_layers"))
+                 requires=("layer_replacement", "softmax_attention"))

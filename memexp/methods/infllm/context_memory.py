@@ -46,12 +46,14 @@ class Settings:
     repr_topk: int
     exc_block_size: int
     max_cached_block: int
-    cos: torch.Tensor  # [n_local + exc_block_size + 1, head_dim] fp32: positions 0 .. the window's end
+    cos: torch.Tensor  # [n_local + exc_block_size + 1, rotary_dim] fp32: positions 0 .. the window's end
     sin: torch.Tensor
 
     @classmethod
-    def make(cls, cfg, head_dim: int, base: float, device: torch.device) -> "Settings":
-        inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    def make(cls, cfg, rotary_dim: int, base: float, device: torch.device) -> "Settings":
+        """The first `rotary_dim` channels of each head rotate (the whole head on Llama, a quarter on
+        Qwen3.5), at the frequencies of RoPE over those channels, as the backbone's own RoPE."""
+        inv_freq = 1.0 / (base ** (torch.arange(0, rotary_dim, 2, dtype=torch.int64).float() / rotary_dim))
         positions = torch.arange(cfg.n_local + cfg.exc_block_size + 1, dtype=torch.float32) * cfg.distance_scale
         cos, sin = Rope(inv_freq).cos_sin(positions, torch.float32)
         return cls(cfg.n_init, cfg.n_local, cfg.block_size, cfg.topk, cfg.repr_topk, cfg.exc_block_size,
@@ -59,7 +61,8 @@ class Settings:
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """RoPE on [B, H, T, D] with fp32 tables [T, D] (or [1, D]: one angle for every position),
+    """RoPE on the first rotary_dim channels of [B, H, T, D], with fp32 tables [T, rotary_dim] (or
+    [1, rotary_dim]: one angle for every position),
     computed in fp32 and returned in x's dtype, as the official RotaryEmbeddingESM does."""
     cos = cos.expand(x.shape[2], -1)
     sin = sin.expand(x.shape[2], -1)

@@ -2,8 +2,9 @@
 from a copy of it (thunlp/InfLLM's GreedySearch protocol: the prompt in prefill chunks of
 `chunk_size`, its last token on its own, then one token per step).
 
-`prepare` installs an `InfLLMLayer` at every layer of a Llama-style attention backbone (sharing
-its weights) and sets the backbone's prefill chunk to `method.chunk_size`. Query chunks of
+`prepare` installs an InfLLM layer at every softmax attention layer (every layer of a Llama, the
+full-attention layers of the Qwen3.5 hybrid, whose recurrent layers stay as they are), sharing
+their weights, and sets the backbone's prefill chunk to `method.chunk_size`. Query chunks of
 `exc_block_size` start at each forward call's first token, as each official `append` call's do:
 a context read in one call (the runner reads it in one) is cut as the official prefill cuts it.
 
@@ -23,7 +24,7 @@ from memexp.config import ConfigError
 from memexp.methods.base import Answer, Memory, Method
 from memexp.methods.infllm.config import InfLLMConfig
 from memexp.methods.infllm.context_memory import ContextMemory, Settings
-from memexp.methods.infllm.layer import InfLLMLayer
+from memexp.methods.infllm.layer import GatedInfLLMLayer, InfLLMLayer
 from memexp.methods.plain import prefill
 
 
@@ -37,20 +38,19 @@ class InfLLM(Method[None]):
     def prepare(self, backbone: Backbone) -> None:
         if self.settings is not None:
             raise RuntimeError("InfLLM.prepare: this method already converted a backbone")
-        from memexp.backbones.attention.model import DecoderLayer
-
         layers = getattr(backbone, "layers", None)
-        if layers is None or not all(isinstance(layer, DecoderLayer) for layer in layers):
-            raise ConfigError(f"method=infllm: backbone={getattr(backbone, 'name', backbone)!r} is not a Llama-style "
-                              f"attention backbone with untouched layers (arch llama); InfLLM replaces its attention")
+        kinds = [] if layers is None else [infllm_layer_kind(layer) for layer in layers]
+        if not any(kinds):
+            raise ConfigError(f"method=infllm: backbone={getattr(backbone, 'name', backbone)!r} has no untouched "
+                              f"softmax attention layers (arch llama or qwen35) for InfLLM to replace")
         if backbone.window is not None:
             raise ConfigError(f"method=infllm: backbone.window={backbone.window} is set; InfLLM brings its own local "
                               f"window (method.n_local), so use it on the full-attention backbone (backbone.window=null)")
-        c = backbone.config
-        base = self.cfg.base if self.cfg.base is not None else c.rope_theta
-        self.settings = Settings.make(self.cfg, c.dim_per_head, base, backbone.device)
-        for i in range(len(layers)):
-            backbone.replace_layer(i, InfLLMLayer(layers[i], self.settings))
+        base = self.cfg.base if self.cfg.base is not None else rope_theta(backbone.config)
+        self.settings = Settings.make(self.cfg, backbone.rope.rotary_dim, base, backbone.device)
+        for i, kind in enumerate(kinds):
+            if kind:
+                backbone.replace_layer(i, kind(layers[i], self.settings))
         backbone.prefill_chunk = self.cfg.chunk_size
 
     def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[None]:
@@ -74,6 +74,26 @@ class InfLLM(Method[None]):
     def _require_prepared(self) -> None:
         if self.settings is None:
             raise RuntimeError("InfLLM: call prepare(backbone) first (the runner does)")
+
+
+def infllm_layer_kind(layer) -> type[InfLLMLayer] | None:
+    """The InfLLM layer that replaces `layer`, or None for a layer InfLLM leaves alone (a
+    recurrent layer of the hybrid, or one another method already replaced)."""
+    from memexp.backbones.attention.model import DecoderLayer as LlamaLayer
+    from memexp.backbones.hybrid.model import DecoderLayer as HybridLayer
+
+    if type(layer) is LlamaLayer:
+        return InfLLMLayer
+    if type(layer) is HybridLayer and layer.kind != "linear_attention":
+        return GatedInfLLMLayer
+    return None
+
+
+def rope_theta(config) -> float:
+    """The backbone's RoPE base, in either transformers layout (InfLLM's default `base`); InfLLM's
+    own RoPE ignores the backbone's scaling (llama3, yarn), as the official patch.py does."""
+    params = getattr(config, "rope_parameters", None) or {}
+    return float(params.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
 
 
 def footprint(state) -> dict:
