@@ -112,7 +112,8 @@ for bench in ("quality", "longhealth"):  # Fig. 3 and Table 3
                                      "bench": {"name": bench}}
     PAPER[f"titan_chunks_{bench}"] = {"jobs": {TITAN}, "titan": CHUNKS, "bench": {"name": bench}}
 PAPER["titan_quality"]["bench"]["split"] = "dev"  # the paper's +-1.08 is the standard error of the 2,086 dev questions
-NOT_PAPER = {"tiny_gdn_lengths", "tiny_gdn_words_lengths", "tiny_titan", "tiny_notebank_lora"}  # memexp's own tiny-model tables
+NOT_PAPER = {"tiny_gdn_lengths", "tiny_gdn_words_lengths", "tiny_titan", "tiny_notebank_lora",
+             "tiny_infllm"}  # memexp's own tiny-model tables
 
 
 def presets() -> list[str]:
