@@ -314,3 +314,11 @@ def test_blocks_kept_off_the_compute_device_load_through_a_bounded_cache(monkeyp
     m = state.layers[0]
     assert max(sizes) == 3 and m.loads >= len(set(b for r in m.retrieved for b in r))
     assert m.cache_bytes() == len(m.cache) * 2 * 2 * 4 * 16 * 4
+
+
+def test_converted_layers_keep_the_checkpoints_tensor_names_and_weights():
+    plain = tiny_llama()
+    bb, _ = infllm()
+    before, after = plain.model.state_dict(), bb.model.state_dict()
+    assert list(before) == list(after)
+    assert all(torch.equal(before[k], after[k]) for k in before)

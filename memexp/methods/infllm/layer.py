@@ -19,12 +19,12 @@ from memexp.methods.infllm.context_memory import ContextMemory, Settings
 
 
 class InfLLMLayer(Layer):
+    KEPT = ("input_layernorm", "self_attn", "post_attention_layernorm", "mlp")  # the base layer's modules
+
     def __init__(self, base: nn.Module, settings: Settings) -> None:
         super().__init__()
-        self.input_layernorm = base.input_layernorm
-        self.self_attn = base.self_attn
-        self.post_attention_layernorm = base.post_attention_layernorm
-        self.mlp = base.mlp
+        for name in self.KEPT:  # under their own names: the checkpoint's tensor names stay valid
+            setattr(self, name, getattr(base, name))
         self.settings = settings
 
     @property
