@@ -41,7 +41,8 @@ def ids(n: int, seed: int = 0) -> list[int]:
 def snapshot(state) -> list[dict]:
     out = []
     for m in state.layers:
-        tensors = {k: v.clone() for k, v in vars(m).items() if isinstance(v, torch.Tensor) and k not in ("cos", "sin")}
+        tensors = {k: v.clone() for k, v in vars(m).items() if isinstance(v, torch.Tensor) and not k.startswith("_")}
+        tensors["block_repr"] = m.block_repr.clone()
         tensors["blocks"] = [(b.k.clone(), b.v.clone()) for b in m.blocks]
         out.append(tensors)
     return out
@@ -145,8 +146,9 @@ def test_representative_keys_are_keys_of_the_block():
     keys in the block (here repr_topk = 1: exactly one of them)."""
     bb, _ = infllm(repr_topk=1)
     state = bb.init_state()
-    bb.forward(state, ids(40))
+    bb.forward(state, ids(120))  # 27 blocks: more than the representative keys' first allocation (16)
     m = state.layers[1]
+    assert m.block_repr.shape == (1, 27, 64)
     for block, rep in zip(m.blocks, m.block_repr[0]):
         for h, part in enumerate(rep.view(4, 16)):
             assert any(torch.allclose(part, key, atol=1e-6) for key in block.k[0, h // 2])

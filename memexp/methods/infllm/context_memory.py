@@ -107,12 +107,19 @@ class ContextMemory:
         self.init_v = _empty(batch, kv_heads, head_dim, dtype, device)
         self.init_done = False
         self.blocks: list[Block] = []
-        self.block_repr = torch.zeros(batch, 0, heads * head_dim, dtype=dtype, device=device)
+        # representative keys [B, capacity, H * D], the first len(blocks) rows written; grown by
+        # doubling (a million tokens make thousands of blocks per layer, too many to re-concatenate)
+        self._repr = torch.zeros(batch, 16, heads * head_dim, dtype=dtype, device=device)
         self.cache: OrderedDict[int, tuple[torch.Tensor, torch.Tensor]] = OrderedDict()  # LRU first
         self.loads = 0  # blocks copied host -> device
         self.length = 0  # tokens read
         self.retrieved: list[list[int]] = []  # the blocks of each query chunk, when `record_retrieval` is on
         self.record_retrieval = False
+
+    @property
+    def block_repr(self) -> torch.Tensor:
+        """The blocks' representative keys [B, blocks, H * D]."""
+        return self._repr[:, : len(self.blocks)]
 
     # --- LayerState -----------------------------------------------------------------------------
     def clone(self) -> "ContextMemory":
@@ -120,7 +127,8 @@ class ContextMemory:
         new.__dict__.update(self.__dict__)
         for name in ("local_k", "local_v", "remainder_k", "remainder_v", "remainder_score", "init_k", "init_v"):
             setattr(new, name, getattr(self, name).clone())
-        new.blocks = list(self.blocks)  # blocks and their representative keys are never written in place
+        new.blocks = list(self.blocks)  # a block is never written after it is made
+        new._repr = self.block_repr.clone()  # rows are written past the end on the next block
         new.cache = OrderedDict(self.cache)
         new.retrieved = [list(r) for r in self.retrieved]
         return new
@@ -270,9 +278,18 @@ class ContextMemory:
             v = self.remainder_v[:, :, st : st + s.block_size]
             self.blocks.append(Block(k.to(self.host, copy=True), v.to(self.host, copy=True)))
             rep = self._representative(k, self.remainder_score[:, :, st : st + s.block_size])
-            self.block_repr = torch.cat([self.block_repr, rep[:, None]], dim=1)
+            self._add_representative(rep)
             st += s.block_size
         self._ed, self._st = ed, st
+
+    def _add_representative(self, rep: torch.Tensor) -> None:
+        """Write the newest block's representative key [B, H * D] (its block is already in `blocks`)."""
+        row = len(self.blocks) - 1
+        if row >= self._repr.shape[1]:
+            grown = self._repr.new_zeros(self._repr.shape[0], max(16, 2 * self._repr.shape[1]), self._repr.shape[2])
+            grown[:, :row] = self._repr[:, :row]
+            self._repr = grown
+        self._repr[:, row] = rep
 
     def _representative(self, k: torch.Tensor, score: torch.Tensor) -> torch.Tensor:
         """A block's representative key [B, H * D]: per query head, the mean of its keys at the
