@@ -1,4 +1,5 @@
-"""Measured latency and peak memory, Plain vs NoteBank (NoteBank paper, App. C.5).
+"""Measured latency and peak memory, Plain vs NoteBank (NoteBank paper, App. C.5), and with
+method=infllm Table 7's Transformer rows (Full, SW4K, InfLLM; `transformer_rows`).
 
 Protocol: per input and method one warm-up run, then `repeats` (3) timed runs with the method
 order alternated; a method's figure is the mean over inputs of the per-input medians. A run
