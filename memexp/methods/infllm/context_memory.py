@@ -19,9 +19,9 @@ official MemoryUnit's cpu_data); up to `max_cached_block` of them per layer are 
 device, least recently retrieved evicted first (the official "lru" cache). Blocks are never
 written after they are made, so clones share them; everything that changes is copied.
 
-Deliberate differences (none changes a result in fp32): logits, softmax and scores are fp32
-(the official code computes them in the compute dtype); the global keys are concatenated in
-block order (the official buffer reuses slots, an order the softmax does not see).
+Logits, softmax, scores and outputs are in the compute dtype, as in the official torch path. One
+deliberate difference: the global keys are concatenated in block order (the official buffer reuses
+slots, an order the softmax does not see; in bf16 the sums may round differently).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class ContextMemory:
         self.local_v = _empty(batch, kv_heads, head_dim, dtype, device)
         self.remainder_k = _empty(batch, kv_heads, head_dim, dtype, device)
         self.remainder_v = _empty(batch, kv_heads, head_dim, dtype, device)
-        self.remainder_score = torch.zeros(batch, heads, 0, dtype=torch.float32, device=device)
+        self.remainder_score = torch.zeros(batch, heads, 0, dtype=dtype, device=device)
         self.init_k = _empty(batch, kv_heads, head_dim, dtype, device)
         self.init_v = _empty(batch, kv_heads, head_dim, dtype, device)
         self.init_done = False
@@ -195,7 +195,7 @@ class ContextMemory:
         local_kr = rotate(local_k, s.cos[:lk], s.sin[:lk])
         dist = torch.arange(lq, device=q.device)[:, None] - torch.arange(lk, device=q.device)[None, :] + (lk - lq)
         local_mask = (dist < s.n_local) & (dist >= 0)
-        local_logits = torch.matmul(local_q.float(), expand_heads(local_kr, heads).float().transpose(-1, -2))
+        local_logits = torch.matmul(local_q, expand_heads(local_kr, heads).transpose(-1, -2))
         local_logits = local_logits.masked_fill(~local_mask, float("-inf")) * scale
 
         selected = self._retrieve(global_q)
@@ -203,15 +203,15 @@ class ContextMemory:
         gk = global_k.shape[2]
         dist = torch.arange(lq, device=q.device)[:, None] - torch.arange(gk, device=q.device)[None, :] + offset
         global_mask = dist >= s.n_local
-        global_logits = torch.matmul(global_q.float(), expand_heads(global_k, heads).float().transpose(-1, -2))
+        global_logits = torch.matmul(global_q, expand_heads(global_k, heads).transpose(-1, -2))
         global_logits = global_logits.masked_fill(~global_mask, float("-inf")) * scale
 
         p = torch.softmax(torch.cat([local_logits, global_logits], dim=-1), dim=-1)
         p_local = p[..., :lk].masked_fill(~local_mask, 0)
         p_global = p[..., lk:].masked_fill(~global_mask, 0)
-        o = torch.matmul(p_local, expand_heads(local_v, heads).float())
-        o = o + torch.matmul(p_global, expand_heads(global_v, heads).float())
-        return o.to(q.dtype), p_local.sum(dim=-2)
+        o = torch.matmul(p_local, expand_heads(local_v, heads))
+        o = o + torch.matmul(p_global, expand_heads(global_v, heads))
+        return o, p_local.sum(dim=-2)
 
     def _retrieve(self, global_q: torch.Tensor) -> list[int]:
         """The chunk's blocks (ascending): all while there are at most topk, else the topk whose
