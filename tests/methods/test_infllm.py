@@ -324,3 +324,13 @@ def test_converted_layers_keep_the_checkpoints_tensor_names_and_weights():
     before, after = plain.model.state_dict(), bb.model.state_dict()
     assert list(before) == list(after)
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_bf16_keeps_the_compute_dtype_through_the_memory():
+    bb = load_backbone({"name": "bf16", "arch": "llama", "tokenizer": "byte", "dtype": "bfloat16", "model": TINY})
+    InfLLM(InfLLMConfig(**SMALL)).prepare(bb)
+    state = bb.init_state()
+    logits = bb.forward(state, ids(60))
+    m = state.layers[0]
+    assert torch.isfinite(logits).all() and len(m.blocks) == (60 - 3 - 8) // 4
+    assert m.blocks[0].k.dtype == m.remainder_score.dtype == m.block_repr.dtype == torch.bfloat16
