@@ -65,11 +65,13 @@ def _cost() -> str:
 
 def _latency() -> str:
     return ("python -m memexp latency [options] [run overrides]: measured Plain vs NoteBank latency and peak\n"
-            "memory (NoteBank App. C.5); method.* overrides configure NoteBank.\n\n" + _options([
+            "memory (NoteBank App. C.5); method.* overrides configure NoteBank. With method=infllm: Table 7's\n"
+            "Transformer rows, Full, SW<sw_window> and InfLLM, each on its own backbone.\n\n" + _options([
                 ("lengths=A,B,...", "context lengths (default 4096,16384,65536)"),
                 ("repeats=N", "timed repeats per length (default 3)"),
                 ("new_tokens=N", "generated tokens per question (default 32)"),
                 ("inputs=ruler|synthetic", "RULER examples or synthetic tokens (default ruler)"),
+                ("sw_window=N", "with method=infllm: the sliding window of the SW row (default 4096)"),
                 ("--json", "print the measurements as JSON"),
             ]) + "\n" + RUN_OVERRIDES + "\n\nExample:\n"
             "  python -m memexp latency backbone=tiny_gdn lengths=1024,4096 repeats=1")

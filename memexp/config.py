@@ -267,6 +267,7 @@ CAPABILITIES = {
     "recurrent_channels": "is an attention backbone (arch {arch}) with no recurrent channels to write or address notes",
     "adapters": "(arch {arch}) has no seams for low-rank adapters",
     "layer_replacement": "(arch {arch}) has no layers a method can replace",
+    "softmax_attention": "(arch {arch}) has no softmax attention layers",
 }
 
 

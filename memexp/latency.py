@@ -1,4 +1,5 @@
-"""Measured latency and peak memory, Plain vs NoteBank (NoteBank paper, App. C.5).
+"""Measured latency and peak memory, Plain vs NoteBank (NoteBank paper, App. C.5), and with
+method=infllm Table 7's Transformer rows (Full, SW4K, InfLLM; `transformer_rows`).
 
 Protocol: per input and method one warm-up run, then `repeats` (3) timed runs with the method
 order alternated; a method's figure is the mean over inputs of the per-input medians. A run
@@ -109,13 +110,15 @@ def measure_latency(backbone: Backbone, methods: dict[str, Method], inputs: list
     """Time every method on every input by the App. C.5 protocol.
 
     Returns {'methods': {name: {'seconds': mean of per-input medians, 'peak_bytes': the
-    largest peak of any timed run, 'runs': {input: [seconds...]}, 'peaks': {input: [bytes...]}}},
+    largest peak of any timed run, 'runs': {input: [seconds...]}, 'peaks': {input: [bytes...]},
+    'stats': the method's figures (Answer.stats) of its last timed run}},
     'new_tokens', 'repeats', 'memory': how peaks were measured}.
     """
     memory = memory or PeakMemory(backbone.device)
     names = list(methods)
     runs = {m: {inp.name: [] for inp in inputs} for m in names}
     peaks = {m: {inp.name: [] for inp in inputs} for m in names}
+    stats: dict[str, dict] = {m: {} for m in names}  # the method's figures of its last timed run
     for k, inp in enumerate(inputs):
         for name in _order(names, k):
             run_once(backbone, methods[name], inp, new_tokens)
@@ -124,15 +127,16 @@ def measure_latency(backbone: Backbone, methods: dict[str, Method], inputs: list
                 memory.reset()
                 _sync(backbone.device)
                 t0 = clock()
-                run_once(backbone, methods[name], inp, new_tokens)
+                answer = run_once(backbone, methods[name], inp, new_tokens)
                 _sync(backbone.device)
                 runs[name][inp.name].append(clock() - t0)
+                stats[name] = answer.stats
                 peaks[name][inp.name].append(memory.peak())
     return {
         "methods": {
             m: {"seconds": statistics.fmean(statistics.median(v) for v in runs[m].values()),
                 "peak_bytes": max(p for v in peaks[m].values() for p in v),
-                "runs": runs[m], "peaks": peaks[m]}
+                "runs": runs[m], "peaks": peaks[m], "stats": stats[m]}
             for m in names
         },
         "new_tokens": new_tokens,
@@ -227,6 +231,43 @@ def titan_layer_rows(cfg, layer_counts: list[int], lengths: list[int], make_inpu
             for n in lengths for k in layer_counts]
 
 
+def transformer_rows(cfg, window: int, lengths: list[int], make_inputs, new_tokens: int, repeats: int) -> list[dict]:
+    """Table 7 / Fig. 4c's Transformer rows (NoteBank paper, App. C.5): Full (Plain on the backbone
+    as configured), SW<window> (Plain with backbone.window=<window>) and InfLLM (method.* of the run
+    config), each on its own freshly loaded backbone (InfLLM converts it in place), timed by the same
+    protocol at every length. Per length: seconds and peak bytes of each, and InfLLM's host KV bytes
+    and blocks after its last timed run (Table 7's "CPU archive")."""
+    from dataclasses import replace
+
+    from memexp.backbones import load_backbone
+    from memexp.config import PlainConfig
+    from memexp.methods import build_method
+
+    variants = [("full", replace(cfg.backbone, window=None), PlainConfig()),
+                ("sw", replace(cfg.backbone, window=window), PlainConfig()),
+                ("infllm", replace(cfg.backbone, window=None), cfg.method)]
+    per: dict[int, dict[str, dict]] = {n: {} for n in lengths}
+    for name, backbone_cfg, method_cfg in variants:
+        backbone = load_backbone(backbone_cfg)
+        method = build_method(method_cfg)
+        method.prepare(backbone)
+        for n in lengths:
+            per[n][name] = measure_latency(backbone, {"m": method}, make_inputs(backbone.tokenizer, n), new_tokens,
+                                           repeats)["methods"]["m"]
+        del backbone, method
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    rows = []
+    for n in lengths:
+        row = {"length": n, "window": window}
+        for name, _, _ in variants:
+            row[f"{name}_seconds"], row[f"{name}_peak_bytes"] = per[n][name]["seconds"], per[n][name]["peak_bytes"]
+        row["infllm_host_kv_bytes"] = per[n]["infllm"]["stats"]["infllm_host_kv_bytes"]
+        row["infllm_blocks"] = per[n]["infllm"]["stats"]["infllm_blocks"]
+        rows.append(row)
+    return rows
+
+
 def _pop(argv: list[str], key: str, default: str) -> str:
     for a in list(argv):
         if a.startswith(key + "="):
@@ -237,10 +278,11 @@ def _pop(argv: list[str], key: str, default: str) -> str:
 
 def main(argv: list[str]) -> int:
     """`python -m memexp latency [hydra overrides] [lengths=4096,16384,65536] [repeats=3]
-    [new_tokens=32] [inputs=ruler|synthetic] [titan_layers=1,2,4,...] [--json]`: Plain vs NoteBank
-    (method.* overrides configure NoteBank) side by side at each length, as NoteBank / Plain ratios;
-    with titan_layers, Plain vs Titan-Llama with each number of converted layers (Fig. 4; method=titan
-    and its method.* configure it)."""
+    [new_tokens=32] [inputs=ruler|synthetic] [titan_layers=1,2,4,...] [sw_window=4096] [--json]`: Plain
+    vs NoteBank (method.* overrides configure NoteBank) side by side at each length, as NoteBank / Plain
+    ratios; with titan_layers, Plain vs Titan-Llama with each number of converted layers (Fig. 4;
+    method=titan and its method.* configure it); with method=infllm, the Transformer rows of Table 7:
+    Full, SW<sw_window> and InfLLM (`transformer_rows`)."""
     from memexp.app import load_config
     from memexp.backbones import load_backbone
     from memexp.cli_help import reject_flags
@@ -267,6 +309,9 @@ def main(argv: list[str]) -> int:
         if min(values) < 1:
             raise ConfigError(f"{name}={min(values)}: must be an integer >= 1")
     titan_layers = [int(x) for x in _pop(argv, "titan_layers", "").split(",") if x]
+    sw_window_text = _pop(argv, "sw_window", "4096")
+    if not sw_window_text.isdigit() or int(sw_window_text) < 1:
+        raise ConfigError(f"sw_window={sw_window_text!r}: must be an integer >= 1")
     source = _pop(argv, "inputs", "ruler")
     if source not in ("ruler", "synthetic"):
         raise ConfigError(f"inputs={source!r}: allowed values are ruler, synthetic")
@@ -277,13 +322,24 @@ def main(argv: list[str]) -> int:
     set_kernels(cfg.kernels)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    def make_inputs(tokenizer, n: int) -> list[LatencyInput]:
+        if source == "synthetic":
+            return synthetic_inputs(tokenizer, n)
+        return ruler_inputs(tokenizer, n, tuple(cfg.bench.tasks) if tasks_given else PAPER_TASKS, cfg.bench)
+
     if titan_layers:
-        rows = titan_layer_rows(cfg, titan_layers, lengths, synthetic_inputs if source == "synthetic" else
-                                lambda tok, n: ruler_inputs(tok, n, tuple(cfg.bench.tasks) if tasks_given else
-                                                            PAPER_TASKS, cfg.bench), new_tokens, repeats)
+        rows = titan_layer_rows(cfg, titan_layers, lengths, make_inputs, new_tokens, repeats)
         print(json.dumps({"rows": rows}, indent=2) if as_json else "\n".join(
             f"{r['length']:>8,}  k={r['layers']:<3} Plain {r['plain_seconds']:.3f} s  Titan {r['titan_seconds']:.3f} s  "
             f"ratio {r['latency_ratio']:.3f}  peak ratio {r['peak_ratio']:.3f}" for r in rows))
+        return 0
+    if cfg.method.name == "infllm":
+        rows = transformer_rows(cfg, int(sw_window_text), lengths, make_inputs, new_tokens, repeats)
+        print(json.dumps({"rows": rows}, indent=2) if as_json else "\n".join(
+            f"{r['length']:>8,}  Full {r['full_seconds']:.3f} s {r['full_peak_bytes'] / 2**30:.2f} GiB  "
+            f"SW{r['window']} {r['sw_seconds']:.3f} s {r['sw_peak_bytes'] / 2**30:.2f} GiB  "
+            f"InfLLM {r['infllm_seconds']:.3f} s {r['infllm_peak_bytes'] / 2**30:.2f} GiB, "
+            f"host KV {r['infllm_host_kv_bytes'] / 2**20:.2f} MiB" for r in rows))
         return 0
     nb_cfg = cfg.method if isinstance(cfg.method, NoteBankConfig) else NoteBankConfig()
     backbone = load_backbone(cfg.backbone)

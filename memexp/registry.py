@@ -134,7 +134,8 @@ class Registry:
 ARCHS = Registry("backbone.arch", builtins=tuple(f"memexp.backbones.{p}" for p in
                                                  ("gdn", "gdn2", "mamba2", "hybrid", "attention")))
 METHODS = Registry("method.name", builtins=("memexp.methods.plain_config", "memexp.methods.jrt_config",
-                                            "memexp.methods.notebank.config", "memexp.methods.titan.config"))
+                                            "memexp.methods.notebank.config", "memexp.methods.titan.config",
+                                            "memexp.methods.infllm.config"))
 ROUTERS = Registry("method.router", builtins=("memexp.methods.notebank.routers",))
 BENCHES = Registry("bench.name", builtins=tuple(f"memexp.benchmarks.{m}" for m in (
     "ruler.config", "longbench_config", "longbench_v2_config", "memoryagentbench_config", "quality_config",

@@ -70,18 +70,22 @@ def _looks_like_path(source: str) -> bool:
     return source.startswith(("/", ".", "~")) or source.count("/") > 1 or "\\" in source
 
 
-def resolve_pretrained(source: str, revision: str | None = None, patterns: Iterable[str] | None = None) -> Path:
+def resolve_pretrained(source: str, revision: str | None = None, patterns: Iterable[str] | None = None,
+                       field: str = "backbone.pretrained") -> Path:
     """A local directory holding the checkpoint `source` (a directory or a hub id).
 
     Hub ids come from the local hub cache when HF_HUB_OFFLINE is set or the hub is
     unreachable, and are downloaded otherwise (only files matching `patterns`; safetensors
     are preferred and pytorch .bin files are fetched only when a repo has no safetensors).
+    `field` is the setting that named `source` (another model than the backbone, e.g. a router's
+    encoder), so every message names what the user sets.
     """
+    hint = LOCAL_HINT.replace("backbone.pretrained", field)
     path = Path(source).expanduser()
     if path.is_dir():
         return path
     if _looks_like_path(source):
-        raise BackboneLoadError(f"backbone.pretrained={source!r}: no such directory (and not a hub id 'owner/name'); {LOCAL_HINT}")
+        raise BackboneLoadError(f"{field}={source!r}: no such directory (and not a hub id 'owner/name'); {hint}")
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -101,22 +105,22 @@ def resolve_pretrained(source: str, revision: str | None = None, patterns: Itera
             directory = Path(snapshot_download(source, revision=revision, allow_patterns=BIN_PATTERNS,
                                                local_files_only=not online))
     except GatedRepoError:
-        raise BackboneLoadError(f"backbone.pretrained={source!r}: the hub repo is gated; accept its terms and log in, "
-                                f"or {LOCAL_HINT}") from None
+        raise BackboneLoadError(f"{field}={source!r}: the hub repo is gated; accept its terms and log in, "
+                                f"or {hint}") from None
     except RepositoryNotFoundError:
-        raise BackboneLoadError(f"backbone.pretrained={source!r}: no such model on the hub (or it is private); "
-                                f"tried {where}; {LOCAL_HINT}") from None
+        raise BackboneLoadError(f"{field}={source!r}: no such model on the hub (or it is private); "
+                                f"tried {where}; {hint}") from None
     except RevisionNotFoundError:
-        raise BackboneLoadError(f"backbone.pretrained={source!r}: revision {revision!r} not found; tried {where}; "
-                                f"{LOCAL_HINT}") from None
+        raise BackboneLoadError(f"{field}={source!r}: revision {revision!r} not found; tried {where}; "
+                                f"{hint}") from None
     except HFValidationError:
-        raise BackboneLoadError(f"backbone.pretrained={source!r}: neither a directory nor a valid hub id; {LOCAL_HINT}") from None
+        raise BackboneLoadError(f"{field}={source!r}: neither a directory nor a valid hub id; {hint}") from None
     except LocalEntryNotFoundError:
-        raise BackboneLoadError(f"backbone.pretrained={source!r}: not in the local hub cache and no network download "
-                                f"possible; tried {where}; {LOCAL_HINT}") from None
+        raise BackboneLoadError(f"{field}={source!r}: not in the local hub cache and no network download "
+                                f"possible; tried {where}; {hint}") from None
     except Exception as e:  # the hub client's network stack raises many types; all mean "download failed"
-        raise BackboneLoadError(f"backbone.pretrained={source!r}: download failed ({type(e).__name__}: "
-                                f"{str(e).splitlines()[0] if str(e) else ''}); tried {where}; {LOCAL_HINT}") from None
+        raise BackboneLoadError(f"{field}={source!r}: download failed ({type(e).__name__}: "
+                                f"{str(e).splitlines()[0] if str(e) else ''}); tried {where}; {hint}") from None
     return directory
 
 

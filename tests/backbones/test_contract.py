@@ -87,6 +87,8 @@ def test_declared_capabilities_are_what_the_backbone_offers(arch, bb):
         assert torch.equal(bb.forward(bb.init_state(), x), before)
     if meta.get("adapters"):
         assert any(isinstance(m, torch.nn.Linear) for m in bb.layers[0].modules())
+    # softmax_attention: some layer attends through `self_attn` (InfLLM replaces those layers)
+    assert meta.get("softmax_attention", False) == any(hasattr(layer, "self_attn") for layer in bb.layers)
 
 
 def ids(n: int, seed: int = 0) -> torch.Tensor:

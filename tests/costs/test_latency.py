@@ -123,3 +123,16 @@ def test_cli_prints_ratios_as_json(capsys):
     out = json.loads(capsys.readouterr().out)
     (row,) = out["rows"]
     assert row["length"] == 300 and row["latency_ratio"] > 0 and row["peak_ratio"] > 0
+
+
+def test_infllm_times_the_transformer_rows_each_on_its_own_backbone(capsys):
+    """Table 7's Transformer rows: Full, SW<sw_window> and InfLLM, with InfLLM's host KV."""
+    args = ["backbone=tiny_llama_random", "method=infllm", "lengths=200", "repeats=1", "new_tokens=2",
+            "inputs=synthetic", "sw_window=32", "method.block_size=8", "method.n_init=4", "method.n_local=32",
+            "method.topk=2", "method.exc_block_size=16", "method.chunk_size=64", "method.max_cached_block=4", "--json"]
+    assert main(args) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["length"] == 200 and row["window"] == 32
+    assert all(row[f"{m}_seconds"] > 0 and row[f"{m}_peak_bytes"] > 0 for m in ("full", "sw", "infllm"))
+    # a block of tiny_llama_random: keys and values x 2 KV heads x 8 tokens x 16 wide x 4 bytes (fp32)
+    assert row["infllm_blocks"] > 0 and row["infllm_host_kv_bytes"] == row["infllm_blocks"] * 2 * 2 * 8 * 16 * 4

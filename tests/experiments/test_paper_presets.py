@@ -55,10 +55,10 @@ PAPER = {
                   "domains": ["Single-Document QA", "Multi-Document QA", "Long-dialogue History Understanding"],
                   "sub_domains": ["User guide QA"]}},
     "paper_routers_ruler": {  # Table 3 / 8: routers at top-1, RULER at 1M
-        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25")},
+        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25", "bge")},
         "R": 1, "bench": {"name": "ruler", "tasks": NIAH6, "lengths": [1048576], "num_samples": 100}},
     "paper_routers_longbench": {  # Table 3 / 8: routers at top-1, LongBench
-        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25")},
+        "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("random", "embedding", "native", "bm25", "bge")},
         "R": 1, "bench": {"name": "longbench", "tasks": LONGBENCH12, "num_samples": 30}},
     "paper_oracle_ruler": {  # Fig. 5b: native vs oracle, RULER at 1M
         "jobs": {(b, "notebank", r) for b in ("gdn", "mamba2") for r in ("native", "oracle")},
@@ -69,6 +69,10 @@ PAPER = {
                           "num_samples": 30}},
     "paper_latency_gdn": {  # Table 7 / Fig. 4c / App. C.5: GDN, C=512, W=2, B=64, R=2, bf16
         "jobs": {("gdn", "notebank", None)}, "R": 2, "dtype": "bfloat16", "bench": {"name": "ruler"}},
+    "paper_latency_transformer": {  # Table 7 / Fig. 4c / App. C.5: the Transformer rows; InfLLM top-96, 512-token
+        # chunks, 128 initial tokens (Full and SW4K are Plain beside it, run by `memexp latency`), bf16
+        "jobs": {("transformer_1b", "infllm", None)}, "dtype": "bfloat16", "bench": {"name": "ruler"},
+        "infllm": (96, 512, 128, 1.0)},
     "paper_budgets_gdn": {  # Fig. 11: B in {64, 128, 256} x R in {1, 2, 4}
         "jobs": {("gdn", "notebank", None)}, "grid": {(b, r) for b in (64, 128, 256) for r in (1, 2, 4)},
         "bench": {"name": "ruler", "tasks": NIAH6, "num_samples": 100}},
@@ -108,7 +112,8 @@ for bench in ("quality", "longhealth"):  # Fig. 3 and Table 3
                                      "bench": {"name": bench}}
     PAPER[f"titan_chunks_{bench}"] = {"jobs": {TITAN}, "titan": CHUNKS, "bench": {"name": bench}}
 PAPER["titan_quality"]["bench"]["split"] = "dev"  # the paper's +-1.08 is the standard error of the 2,086 dev questions
-NOT_PAPER = {"tiny_gdn_lengths", "tiny_gdn_words_lengths", "tiny_titan", "tiny_notebank_lora"}  # memexp's own tiny-model tables
+NOT_PAPER = {"tiny_gdn_lengths", "tiny_gdn_words_lengths", "tiny_titan", "tiny_notebank_lora",
+             "tiny_infllm"}  # memexp's own tiny-model tables
 
 
 def presets() -> list[str]:
@@ -177,6 +182,9 @@ def test_preset_composes_at_every_sweep_point_with_the_papers_settings(name, tmp
                 assert (m.span_budget, m.replay_budget) == (64, want["R"])
         elif m.name == "clean_start":
             assert m.rescale == 0.0  # App. C.3: the state reset, no replay
+        elif m.name == "infllm":
+            assert (m.topk, m.chunk_size, m.n_init, m.distance_scale) == want["infllm"]
+            assert c.backbone.prefill_chunk == 512 and c.backbone.window is None
         elif m.name in ("titan", "titan_segmented"):
             assert (m.layers, m.max_lr, m.rope_memory, m.value_residual) == (4, 1.0, True, True)  # layers 0-3
             titan.add((m.memory, m.local_later_layers, m.segment_length, m.test_batch))
@@ -221,7 +229,9 @@ def test_paper_numbers_file_parses_and_names_its_source(path):
     assert data["rows"]
     for label, scores in data["rows"].items():
         method, *overrides = label.split(" ")
-        assert method in METHODS or method == "notebank_lora", label  # NB-LoRA: the paper's, not memexp's
-        assert all(re.fullmatch(r"method\.\w+=\S+", o) for o in overrides), label
+        # NB-LoRA: the paper's, not memexp's; external:<system>: a system memexp does not run, quoted as
+        # an external reference (Memory Caching, MARCH, LaCT, T-E2E)
+        assert method in METHODS or method == "notebank_lora" or method.startswith("external:"), label
+        assert all(re.fullmatch(r"(method|backbone)\.\w+=\S+", o) for o in overrides), label
         assert scores and all(isinstance(v, (int, float)) and 0 <= v for v in scores.values()), label
         assert all(isinstance(k, (str, int)) for k in scores), label

@@ -18,7 +18,7 @@ BAD = [
     (["experiment=no_such_preset"], "experiment=no_such_preset: allowed values are"),
     (["method=notebank", "method.replay_budget=-1"], "method.replay_budget=-1: must be an integer >= 1"),
     (["method=notebank", "method.write_budget=3"], "method.write_budget=3: allowed values are 1, 2"),
-    (["method=notebank", "method.router=magic"], "method.router='magic': allowed values are native, random, bm25, embedding, oracle"),
+    (["method=notebank", "method.router=magic"], "method.router='magic': allowed values are native, random, bm25, embedding, oracle, bge"),
     (["method=notebank", "method.rescale=1.5"], "method.rescale=1.5: must be null or a number in [0, 1]"),
     (["method=notebank", "method.chunk_size=abc"], "method.chunk_size"),
     (["method=notebank", "method.span_budget=0"], "method.span_budget=0: must be an integer >= 1"),
@@ -73,8 +73,8 @@ def test_every_shipped_option_composes_and_validates(tmp_path):
             # backbones without recurrent channels (attention) cannot run the default NoteBank: they run Plain
             arch = OmegaConf.load(CONF_DIR / "backbone" / f"{option}.yaml").arch if group == "backbone" else "gdn"
             method = [] if ARCHS.get(arch).meta.get("recurrent_channels") else ["method=plain"]
-            if group == "method" and "llama_layers" in METHODS.get(option).meta.get("requires", ()):
-                method = ["backbone=tiny_llama_random"]  # Titan converts a Llama's layers
+            if group == "method" and {"llama_layers", "softmax_attention"} & set(METHODS.get(option).meta.get("requires", ())):
+                method = ["backbone=tiny_llama_random"]  # Titan and InfLLM convert a Llama's attention layers
             try:
                 cfg = load_config([f"{group}={option}", *method])
             except ConfigError as e:

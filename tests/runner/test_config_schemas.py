@@ -96,8 +96,9 @@ def test_run_folders_are_unchanged(overrides, folder, tmp_path, monkeypatch):
 
 
 def test_validating_every_method_and_bench_imports_no_torch():
-    def backbone(registry, name):  # Titan converts a Llama's layers
-        return "tiny_llama_random" if "llama_layers" in registry.get(name).meta.get("requires", ()) else "tiny_gdn_random"
+    def backbone(registry, name):  # Titan and InfLLM convert a Llama's layers
+        needs = set(registry.get(name).meta.get("requires", ()))
+        return "tiny_llama_random" if needs & {"llama_layers", "softmax_attention"} else "tiny_gdn_random"
 
     names = [(g, n, backbone(r, n)) for g, r in (("method", METHODS), ("bench", BENCHES)) for n in r.names()]
     script = ("import sys; from memexp.app import load_config\n"

@@ -134,12 +134,12 @@ def test_capabilities_come_from_the_registry(toys):
 UNKNOWN = [
     (["backbone.arch=gnd"], "backbone.arch='gnd': did you mean gdn? allowed values are gdn, gdn2, mamba2, qwen35, "
                             "llama"),
-    (["method=nootbank"], "method=nootbank: did you mean notebank? allowed values are clean_start, jrt, notebank, plain, "
-                          "titan, titan_segmented"),
+    (["method=nootbank"], "method=nootbank: did you mean notebank? allowed values are clean_start, infllm, jrt, "
+                          "notebank, plain, titan, titan_segmented"),
     (["method.name=jtr"], "method.name='jtr': did you mean jrt? allowed values are plain, clean_start, jrt, notebank, "
-                          "titan, titan_segmented"),
+                          "titan, titan_segmented, infllm"),
     (["method.router=bm52"], "method.router='bm52': did you mean bm25? allowed values are native, random, bm25, "
-                             "embedding, oracle"),
+                             "embedding, oracle, bge"),
     (["bench=rular"], "bench=rular: did you mean ruler? allowed values are longbench, longbench_v2, longhealth, "
                       "memoryagentbench, quality, ruler"),
     (["bench.name=longbench_v3"], "bench.name='longbench_v3': did you mean longbench_v2? allowed values are ruler, "
@@ -194,4 +194,4 @@ def test_allowed_values_keep_memexp_order_whatever_was_imported_first():
             "from memexp.registry import ARCHS, METHODS\n"
             "print(','.join(ARCHS.names())); print(','.join(METHODS.names()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["gdn,gdn2,mamba2,qwen35,llama", "plain,clean_start,jrt,notebank,titan,titan_segmented"]
+    assert out == ["gdn,gdn2,mamba2,qwen35,llama", "plain,clean_start,jrt,notebank,titan,titan_segmented,infllm"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 from memexp.config import ConfigError, MethodConfig, _at_least, _choice
@@ -29,8 +30,11 @@ class NoteBankConfig(MethodConfig):
     # A backbone states its own only with a reason (tiny_gdn_words: its copy layer, see its file).
     layers: Optional[list[int]] = None
     rescale: Optional[float] = None  # lambda applied to the recurrent state before replay; null = none
-    router: str = "native"  # a name in memexp.registry.ROUTERS: native | random | bm25 | embedding | oracle
+    router: str = "native"  # a name in memexp.registry.ROUTERS: native | random | bm25 | embedding | oracle | bge
     router_seed: int = 0  # seed of the random router
+    # the bge router's encoder: a hub id or a local directory (the paper names no checkpoint, only
+    # "BGE", so memexp uses BAAI's English base v1.5); read only with router=bge
+    router_model: str = "BAAI/bge-base-en-v1.5"
     # The paper replays the notes' own ids back to back, then the question (Eq. 6, App. B.4): nothing
     # between notes, nothing before the question. A backbone trained on another replay form (tiny_gdn)
     # states its own in conf/method_for_backbone/notebank_<backbone>.yaml.
@@ -54,7 +58,20 @@ class NoteBankConfig(MethodConfig):
         check_rescale(self.rescale)
         if self.router not in ROUTERS:
             raise ConfigError(ROUTERS.unknown_message(self.router))
+        if ROUTERS.get(self.router).meta.get("encoder"):
+            check_encoder_source(self.router_model)
         check_adapter_field(self.adapter)
+
+
+def check_encoder_source(source: str) -> None:
+    """`method.router_model` is a hub id 'owner/name' or an existing directory (checked before any model loads)."""
+    if not isinstance(source, str) or not source:
+        raise ConfigError(f"method.router_model={source!r}: give a hub id 'owner/name' or a local directory")
+    path = Path(source).expanduser()
+    looks_like_path = source.startswith(("/", ".", "~")) or source.count("/") > 1
+    if looks_like_path and not path.is_dir():
+        raise ConfigError(f"method.router_model={source!r}: no such directory; give a local encoder directory "
+                          f"or a hub id 'owner/name'")
 
 
 def check_layers(layers: list[int]) -> None:

@@ -34,13 +34,15 @@ class NoteBank(Method[Archive]):
 
     def __init__(self, cfg: NoteBankConfig | None = None) -> None:
         self.cfg = cfg or NoteBankConfig()
-        self.router = build_router(self.cfg.router, self.cfg.replay_budget, self.cfg.router_seed)
+        self.router = build_router(self.cfg.router, self.cfg.replay_budget, self.cfg.router_seed, self.cfg.router_model)
         self._addressing: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._formats: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.adapter = AdapterSlot(self.cfg.adapter)
 
     def prepare(self, backbone: Backbone) -> None:
         self.adapter.prepare(backbone)
+        if hasattr(self.router, "prepare"):  # a router with its own encoder loads it now, not at the first question
+            self.router.prepare(backbone.device, backbone.dtype)
 
     def addressing(self, backbone: Backbone) -> tuple[ChannelLayout, AddressCompactor]:
         """The backbone's channel layout and the fixed compaction shared by notes and questions."""
@@ -92,6 +94,7 @@ class NoteBank(Method[Archive]):
             "replay_tokens": len(replay),
             "replay_note_tokens": int(sum(e["end"] - e["start"] for e in selected)),
             "selected": selected,
+            **selection.stats,
             **self.adapter.record(),
         }
         tokens = {"question": len(question_ids), "replay": len(replay), "probe": len(question_ids) if probed else 0,

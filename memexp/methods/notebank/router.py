@@ -9,6 +9,8 @@
 - `embedding`: cosine between mean-pooled input embeddings (the backbone's own embedding
   table) of each note and of the question ids; the R best, ties to the earlier note. The
   paper's training-free semantic control (Table 3, "input embedding").
+- `bge`: cosine between BGE encodings of each note's text and of the question prompt (the
+  paper's external-encoder control, Tables 3 and 8; memexp.methods.notebank.bge_router).
 - `oracle`: notes containing a reference answer (most distinct references first), a
   diagnostic upper bound on routing; possibly fewer than R, possibly none.
 All keep the archive and the budget; the chosen notes are replayed in document order.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import bm25s
@@ -50,6 +52,7 @@ class RouteRequest:
 class Selection:
     notes: list[int]  # archive indices, in document order
     scores: list[float] | None  # the router's score of each selected note (votes for native), None for random
+    stats: dict = field(default_factory=dict)  # the router's own figures for the record (bge: encoding times)
 
 
 def top_r(scores: torch.Tensor, r: int) -> list[int]:
@@ -158,10 +161,16 @@ class OracleRouter:
         return _selection(archive, picked, counts)
 
 
-def build_router(name: str, replay_budget: int, seed: int):
-    """The router registered as `name` in memexp.registry.ROUTERS (see memexp/methods/notebank/routers.py)."""
+def build_router(name: str, replay_budget: int, seed: int, encoder: str | None = None):
+    """The router registered as `name` in memexp.registry.ROUTERS (see memexp/methods/notebank/routers.py);
+    `encoder` is the model a router with an external encoder loads (`method.router_model`)."""
     entry = ROUTERS.get(name)
     cls = entry.load()
-    router = cls(replay_budget, seed) if entry.meta.get("seeded") else cls(replay_budget)
+    if entry.meta.get("seeded"):
+        router = cls(replay_budget, seed)
+    elif entry.meta.get("encoder"):
+        router = cls(replay_budget, encoder)
+    else:
+        router = cls(replay_budget)
     router.name = entry.name  # what records and the native-score report read
     return router
