@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from memexp.config import ConfigError, MethodConfig, _at_least, _choice
+from memexp.config import ConfigError, MethodConfig, _at_least, _choice, files_checked
 from memexp.registry import METHODS
 
 DECAY_TARGETS = ("slow_weights", "zero")
@@ -48,7 +48,7 @@ MODULE_FILES = ("titan_memory.json", "titan_memory.safetensors")  # what TitanMo
 
 def check_memory_folder(path: Optional[str]) -> None:
     """`method.memory_path` (never a hub id) names a folder TitanModules.save wrote, before any model loads."""
-    if path is None:
+    if path is None or not files_checked():
         return
     folder = Path(path).expanduser()
     if not folder.exists():
