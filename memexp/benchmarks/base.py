@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from memexp.backbones.base import Tokenizer
+from memexp.backbones.base import InputFeed, Tokenizer
 from memexp.records import Record
 
 
@@ -81,6 +81,10 @@ class Benchmark(ABC):
     @abstractmethod
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
         """All examples of the configured tasks and lengths, in a fixed order."""
+
+    def size_with(self, feed: InputFeed) -> None:
+        """How the runner will feed each example (chat template or not). A benchmark that fits its
+        inputs to a token length (RULER) counts with it; the others need not look."""
 
     def num_examples(self) -> int | None:
         """How many examples `examples` yields, when known without generating them; lets the
