@@ -152,7 +152,7 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
     tok = backbone.tokenizer
     stop_ids = set(tok.stop_ids)
     feed = InputFeed(backbone, _chat_applies(ex, chat))
-    context_ids = feed.context_ids(ex.context, ex.system)
+    context_ids = feed.context_ids(ex.context, ex.system, ex.bos)
     t0 = time.perf_counter()
     memory = method.read(backbone, context_ids)
     read_seconds = time.perf_counter() - t0

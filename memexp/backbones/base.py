@@ -166,9 +166,10 @@ class InputFeed:
     def __init__(self, backbone: Backbone, chat: bool = False) -> None:
         self.backbone, self.tokenizer, self.chat = backbone, backbone.tokenizer, chat
 
-    def context_ids(self, context: str, system: str | None = None) -> list[int]:
+    def context_ids(self, context: str, system: str | None = None, bos: bool = True) -> list[int]:
+        """`bos=False`: no begin-of-text before a plain context (formats trained without one)."""
         if not self.chat:
-            return self.tokenizer.encode(context, add_bos=True)
+            return self.tokenizer.encode(context, add_bos=bos)
         return self.tokenizer.encode(chat_split(self.backbone, context, "", system)[0])
 
     def question_ids(self, context: str, user_prompt: str, answer_prefix: str = "",

@@ -59,7 +59,8 @@ class Example:
     target length in tokens, LongBench's '0-4k'... bucket), the column of the summary table.
     `system` is the system prompt a chat template puts before the context (LongHealth's,
     MemoryAgentBench's agent message); None for none. `meta` is benchmark-private, as
-    `Question.meta`."""
+    `Question.meta`. `bos=False` feeds the context without the tokenizer's begin-of-text token
+    (a format trained without one: the Titan-Llama authors' QuALITY SFT)."""
 
     id: str
     task: str
@@ -71,6 +72,7 @@ class Example:
     # where the text came from when it is not the benchmark's own data (RULER's generated essay
     # stand-in): every record of the example copies it, so no score is mistaken for the real one
     source: str | None = None
+    bos: bool = True
 
 
 class Benchmark(ABC):
