@@ -85,7 +85,7 @@ def soft_clamp(g: torch.Tensor, max_norm: float = 1.0) -> torch.Tensor:
 
 @dataclass
 class MemoryState:
-    """One layer's memory between forward calls, fp32.
+    """One layer's memory between forward calls, in the memory's dtype (NeuralMemory.dtype).
 
     pending_k, pending_v [B, Hkv, r, d]: the scaled keys and raw values of the incomplete chunk
     (r = position mod C). fast, momentum, anchor: three [B, Hkv, d, d] each, or None before the
@@ -160,8 +160,9 @@ class NeuralMemory(nn.Module):
 
     @property
     def dtype(self) -> torch.dtype:
-        """fp32, or the parameters' dtype when wider (fp64 in the gradient checks)."""
-        return torch.promote_types(self.w1.dtype, torch.float32)
+        """The parameters' dtype: the memory computes and keeps its state in it (fp32 by default,
+        bf16 with method.memory_dtype=bfloat16, fp64 in the gradient checks)."""
+        return self.w1.dtype
 
     def init_state(self, batch: int, device: torch.device) -> MemoryState:
         empty = torch.zeros(batch, self.kv_heads, 0, self.head_dim, device=device, dtype=self.dtype)
@@ -173,7 +174,7 @@ class NeuralMemory(nn.Module):
 
         q [B, T, H, d] and k [B, T, Hkv, d] (rotated or not: the caller's choice), unscaled; v [B, T,
         Hkv, d] raw values; `start` the absolute position of the first token (state continues from
-        it). Returns M(q d^-1/4) [B, T, H, d] in `self.dtype` (fp32), each token read with the weights after every
+        it). Returns M(q d^-1/4) [B, T, H, d] in `self.dtype`, each token read with the weights after every
         chunk strictly before its own; `state` advances in place.
         """
         B, T, H, d = q.shape

@@ -3,9 +3,15 @@
 The backbone is frozen and retrofitted (memexp.methods.titan.retrofit); the outer loss is the
 next-token cross entropy of `backbone.train_forward` through the memories' inner updates (the
 code's detach_inner_grads=false), mean over the supervised tokens of each micro-batch, averaged
-over the gradient-accumulation steps. AdamW (recipe.betas, weight_decay) on the Titan modules, which
-are fp32 whatever the backbone's dtype (the code's fp32 master weights), gradient clip
-recipe.grad_clip, the stage's warmup + cosine schedule.
+over the gradient-accumulation steps. AdamW (recipe.betas, weight_decay) on the Titan modules, gradient
+clip recipe.grad_clip, the stage's warmup + cosine schedule.
+
+Precision: memexp trains the Titan modules in fp32 and the memory computes in fp32 whatever the
+backbone's dtype (method.memory_dtype=float32, the only value a recipe takes). The authors' code does
+not: its whole model, Titan layers included, runs in bf16 (TrainingConfig.model_dtype='bfloat16'), and
+only its optimizer keeps fp32 master weights and moments (fp32_adamw.py FP32AdamW, "model compute dtype
+unchanged"). Their modules therefore saw bf16 forward and inner-update arithmetic; evaluating their
+checkpoint in that precision is method.memory_dtype=bfloat16.
 
 Run folder (recipe.output), one sub-folder per stage:
   <stage>/checkpoint.pt   modules, optimizer, step and sequences consumed; written atomically every
