@@ -75,11 +75,12 @@ def example_loss(backbone, method, lora, ex: TrainExample, replay: bool, read=No
     state = context_state.clone()
     apply_rescale(state, method.cfg.rescale)
     ids = notes + ex.question_ids + ex.target_ids[:-1]
-    with lora.enabled():
-        logits = backbone.train_forward(torch.tensor([ids], device=backbone.device), state=state)[0]
     first = len(notes) + len(ex.question_ids) - 1  # the position that predicts the first answer token
+    with lora.enabled():
+        hidden = backbone.train_hidden(torch.tensor([ids], device=backbone.device), state=state)[0]
+        logits = backbone.model.lm_head(hidden[first:])  # the scored positions only, never the whole vocabulary x replay
     target = torch.tensor(ex.target_ids, device=logits.device)
-    return F.cross_entropy(logits[first:].float(), target), len(ids)
+    return F.cross_entropy(logits.float(), target), len(ids)
 
 
 def lr_at(recipe: NoteBankLoRARecipe, step: int) -> float:

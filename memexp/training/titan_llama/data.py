@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from memexp.training.loss import IGNORE
 from memexp.training.titan_llama.config import Source, Stage, TitanLlamaRecipe
 
-IGNORE = -100
 QUALITY_SEED = 271828  # the code's shuffle of QuALITY's questions
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ROLES = {"human": "user", "user": "user", "prompter": "user", "instruction": "user", "input": "user",

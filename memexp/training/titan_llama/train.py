@@ -36,13 +36,11 @@ from pathlib import Path
 from typing import Iterator
 
 import torch
-import torch.nn.functional as F
 
 from memexp.config import _build
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import IGNORE
 
-LOSS_CHUNK = 512  # positions per cross-entropy piece (the code's lm_logit_chunk_size): bounds the fp32 copy
 
 
 def lr_at(stage: Stage, step: int, total: int) -> float:
@@ -74,21 +72,6 @@ def micro_batches(stream: Iterator, stage: Stage, recipe: TitanLlamaRecipe, pad_
             labels[b, :len(s.labels)] = torch.tensor(s.labels[:T])
         group = []
         yield ids, labels
-
-
-def next_token_loss(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """Mean cross entropy of logits[:, t] against labels[:, t + 1] over supervised targets, and the
-    share of them predicted right. logits [B, T, V], labels [B, T]."""
-    logits, targets = logits[:, :-1], labels[:, 1:]
-    count = (targets != IGNORE).sum()
-    if count == 0:
-        return logits.sum() * 0.0, 0.0
-    total, hits = logits.new_zeros((), dtype=torch.float32), 0
-    for s in range(0, targets.shape[1], LOSS_CHUNK):
-        piece, y = logits[:, s:s + LOSS_CHUNK].float(), targets[:, s:s + LOSS_CHUNK]
-        total = total + F.cross_entropy(piece.flatten(0, 1), y.flatten(), ignore_index=IGNORE, reduction="sum")
-        hits += ((piece.argmax(-1) == y) & (y != IGNORE)).sum().item()
-    return total / count, hits / count.item()
 
 
 class Dist:
