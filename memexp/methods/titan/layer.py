@@ -53,6 +53,13 @@ class TitanBlock(nn.Module):
             nn.init.constant_(self.value_mix.bias, VALUE_MIX_BIAS)
 
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The parameters' dtype (method.memory_dtype): gate, mixer and blend compute in it."""
+        first = next(self.parameters(), None)
+        return torch.float32 if first is None else first.dtype
+
+
 def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
@@ -68,7 +75,7 @@ class ValueCarry:
 @dataclass
 class TitanState:
     """A Titan layer's state: `kv` the current segment's keys (rotated) and mixed values, in the compute
-    dtype; `memory` the memory's fp32 state (None in a layer without memory); `position` the tokens
+    dtype; `memory` the memory's state in its dtype (None in a layer without memory); `position` the tokens
     read so far (a host int, so that segment and chunk arithmetic never waits on the device)."""
 
     kv: KVCache
@@ -121,19 +128,20 @@ class TitanLayer(Layer):
         v = attn.v_proj(h).view(B, T, c.kv_heads, hd)
         q, k = apply_rotary(q_raw, *ctx.rotary), apply_rotary(k_raw, *ctx.rotary)
         v_att = v
+        dt = block.dtype  # the modules' dtype (method.memory_dtype): gate, mixer and blend run in it
         if block.value_mix is not None:
-            mix = torch.sigmoid(block.value_mix(h.float()))[..., None]  # [B, T, Hkv, 1]
-            v_att = torch.lerp(v.float(), self.carry.values.float(), mix).to(v.dtype)
+            mix = torch.sigmoid(block.value_mix(h.to(dt)))[..., None]  # [B, T, Hkv, 1]
+            v_att = torch.lerp(v.to(dt), self.carry.values.to(dt), mix).to(v.dtype)
         self.carry.values = v if self.passes_values else None
         o = segmented_attention(q, k, v_att, state, start, self.segment)
         if block.memory is not None:
             read = block.memory(q if self.rope_memory else q_raw, k if self.rope_memory else k_raw, v,
                                 state.memory, start)
-            lam = torch.sigmoid(block.gate(h.float())).view(B, T, c.num_attention_heads, hd)
+            lam = torch.sigmoid(block.gate(h.to(dt))).view(B, T, c.num_attention_heads, hd)
             lam = lam * (ctx.positions >= self.segment).to(lam.dtype)[None, :, None, None]
             if block.stats is not None:
                 block.stats["lambda"] = lam.detach().mean()
-            o = torch.lerp(o.float(), read, lam).to(o.dtype)
+            o = torch.lerp(o.to(dt), read, lam).to(o.dtype)
         state.position += T
         x = x + attn.o_proj(o.reshape(B, T, -1))
         return x + self.mlp(self.post_attention_layernorm(x)), state
