@@ -224,6 +224,40 @@ class NeuralMemory(nn.Module):
         state.set_pending(keys[:, :, n * C:].clone(), values[:, :, n * C:].clone())
         return self._read(q.to(self.dtype) * scale, before, timeline, r)
 
+    def static_state(self, state: MemoryState) -> MemoryState:
+        """`state` in fixed tensors for static decoding: buffers of one whole chunk holding the pending
+        tokens in their first slots, and the fast weights, momentum and anchor materialised (W0, zeros
+        and W0 before the first chunk, the values the streaming form reads in their place)."""
+        B = state.buffer_k.shape[0]
+        buffer_k = state.buffer_k.new_zeros(B, self.kv_heads, self.chunk, self.head_dim)
+        buffer_v = torch.zeros_like(buffer_k)
+        buffer_k[:, :, :state.filled], buffer_v[:, :, :state.filled] = state.pending_k, state.pending_v
+        fast = tuple(w.clone() for w in self._current(state, B))
+        anchor = tuple(w.clone() for w in (state.anchor if state.anchor is not None else fast))
+        momentum = tuple(m.clone() for m in state.momentum) if state.momentum is not None else \
+            tuple(torch.zeros_like(w) for w in fast)
+        return MemoryState(buffer_k, buffer_v, state.slow, fast, momentum, anchor, state.filled)
+
+    def static_step(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state: MemoryState,
+                    slot: torch.Tensor) -> torch.Tensor:
+        """One decode token on a `static_state`: written into pending slot `slot` (a device index [1],
+        position mod C) and read with the current fast weights, with no host synchronisation.
+        q [B, 1, H, d], k, v [B, 1, Hkv, d] as in `forward`; -> [B, 1, H, d] in `self.dtype`."""
+        scale = q.shape[-1] ** -0.25
+        state.buffer_k.index_copy_(2, slot, (k.to(self.dtype) * scale).transpose(1, 2))
+        state.buffer_v.index_copy_(2, slot, v.to(self.dtype).transpose(1, 2))
+        return self._read(q.to(self.dtype) * scale, state.fast, [], 0)
+
+    def absorb_static(self, state: MemoryState, chunk_index: int) -> None:
+        """Write the full pending chunk of a `static_state` (its `chunk_index`-th chunk) exactly as
+        `forward` writes a completed chunk, keeping the fixed tensors: the new weights are copied in."""
+        fixed = (state.fast, state.momentum, state.anchor)
+        self._absorb(state, state.buffer_k[:, :, None], state.buffer_v[:, :, None], chunk_index)
+        for group_fixed, group_new in zip(fixed, (state.fast, state.momentum, state.anchor)):
+            for old, new in zip(group_fixed, group_new):
+                old.copy_(new)
+        state.fast, state.momentum, state.anchor = fixed
+
     def _current(self, state: MemoryState, batch: int) -> Weights:
         if state.fast is not None:
             return state.fast
