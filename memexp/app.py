@@ -162,14 +162,27 @@ def sweep_jobs(overrides: list[str], params: dict | None = None) -> list[list[st
     return [job for batch in batches for job in batch]
 
 
-def preflight(overrides: list[str], multirun: bool, **where: str | None) -> list[RunConfig]:
+def preflight(overrides: list[str], multirun: bool, files: bool = True, **where: str | None) -> list[RunConfig]:
     """Compose and validate every job of the command line before anything loads; ConfigError names
     the first bad field. Jobs of a sweeper that picks values as it goes (Optuna) are checked with
-    one value of each swept field here, and each trial again in the task function."""
+    one value of each swept field here, and each trial again in the task function. `files=False`
+    (`--cfg`, `--info`) checks values only: no checkpoint, data file, folder or GPU is looked at."""
+    if not files:
+        from memexp.config import without_file_checks
+        from memexp.run_checks import check_values
+
+        with without_file_checks():
+            return _preflight(overrides, multirun, check_values, **where)
+    from memexp.run_checks import check_run
+
+    return _preflight(overrides, multirun, check_run, **where)
+
+
+def _preflight(overrides: list[str], multirun: bool, check, **where: str | None) -> list[RunConfig]:
     import os
 
     from memexp.jobs import SWEEP_JOBS_ENV
-    from memexp.run_checks import check_launcher_environment, check_run
+    from memexp.run_checks import check_launcher_environment
 
     check_launcher(overrides)
     check_launcher_environment(overrides)
@@ -183,7 +196,7 @@ def preflight(overrides: list[str], multirun: bool, **where: str | None) -> list
         raise ConfigError(_sweep_or_list_message(key, value))
     if not multirun:
         cfgs = [validate(_without_hydra(base))]
-        check_run(cfgs[0])
+        check(cfgs[0])
         return cfgs
     sweeper = base.hydra.sweeper
     params = OmegaConf.to_container(sweeper.params) if sweeper.get("params") else {}
@@ -196,7 +209,7 @@ def preflight(overrides: list[str], multirun: bool, **where: str | None) -> list
     os.environ[SWEEP_JOBS_ENV] = str(len(jobs) if len(jobs) > 1 else sweeper.get("n_jobs") or 1)
     cfgs = [load_config(job, **where) for job in jobs]
     for cfg in cfgs:
-        check_run(cfg)
+        check(cfg)
     return cfgs
 
 
@@ -343,8 +356,12 @@ def hydra_run(argv: list[str]) -> int:
     args = _hydra_args(argv)
     where = {"config_dir": args.config_dir, "config_path": args.config_path}
     if not (args.help or args.hydra_help or args.shell_completion):
+        # --cfg / --info only show the config: nothing on disk is needed (the run's own checks come
+        # when a run starts)
+        inspect = bool(args.cfg or args.info)
         try:
-            preflight(args.overrides, args.multirun, config_name=args.config_name or "config", **where)
+            preflight(args.overrides, args.multirun, files=not inspect, config_name=args.config_name or "config",
+                      **where)
         except ConfigError as e:
             print(f"memexp: {e}", file=sys.stderr)
             return 2

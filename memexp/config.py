@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
@@ -67,8 +69,31 @@ def _looks_like_path(value: str) -> bool:
     return value.startswith(("/", "./", "../", "~"))
 
 
+# Whether validating reads the file system. `--cfg`, `--info` and `-sc` show a preset before its
+# checkpoints or data exist (downloading or converting them takes hours), so they validate with
+# `without_file_checks()`; a run validates again with the checks on before anything loads.
+_CHECK_FILES: ContextVar[bool] = ContextVar("memexp_check_files", default=True)
+
+
+@contextmanager
+def without_file_checks():
+    """Validate values only: no field is checked against files on this machine."""
+    token = _CHECK_FILES.set(False)
+    try:
+        yield
+    finally:
+        _CHECK_FILES.reset(token)
+
+
+def files_checked() -> bool:
+    """False inside `without_file_checks()`: a schema's checks of paths on disk are skipped there."""
+    return _CHECK_FILES.get()
+
+
 def _existing_path(path: str, value: Optional[str]) -> None:
     """Local paths must exist; hub ids (org/name) are checked when the model loads."""
+    if not files_checked():
+        return
     if value is not None and _looks_like_path(value) and not Path(value).expanduser().exists():
         raise ConfigError(f"{path}={value!r}: no such file or directory")
 
@@ -291,6 +316,8 @@ def check_local_paths(group: str, node: Any) -> None:
     """Every `<name>_path` field of a method or benchmark schema names a file or folder the run
     reads: one that does not exist stops the run here, before anything loads (and before a
     task that does not need it would silently ignore it)."""
+    if not files_checked():
+        return
     for f in fields(node):
         value = getattr(node, f.name)
         if f.name.endswith("_path") and isinstance(value, str) and not Path(value).expanduser().exists():

@@ -30,6 +30,14 @@ def check_run(cfg: RunConfig) -> None:
     check_metric(cfg)
 
 
+def check_values(cfg: RunConfig) -> None:
+    """The checks of `check_run` that read neither files nor the machine (`--cfg`, `--info`: a preset
+    is inspected before its checkpoints exist)."""
+    check_model_shape(cfg.backbone.model)
+    check_context_fields(cfg)
+    check_metric(cfg)
+
+
 def check_model_config(cfg: RunConfig) -> None:
     """What every command that loads the backbone checks first (run, latency)."""
     check_machine(cfg)

@@ -51,7 +51,7 @@ HUB_FIELDS = ("pretrained", "tokenizer")
 # `method.adapter` (a read-adapter folder) enters by content: retrained adapters are a new run.
 PATH_FIELDS = (*HUB_FIELDS, "init_from", "adapter")
 # fields added after run folders existed, each with its value that changes nothing
-BENCH_FIELDS_ADDED = (("shard", None), ("essay_standin", False))
+BENCH_FIELDS_ADDED = (("shard", None), ("essay_standin", False), ("prompt", "zeroscrolls"))
 METHOD_FIELDS_ADDED = (("adapter", None), ("layers", None), ("router_model", "BAAI/bge-base-en-v1.5"))
 
 

@@ -17,7 +17,7 @@ import torch
 from tqdm import tqdm
 
 from memexp import shards
-from memexp.backbones.base import chat_split
+from memexp.backbones.base import InputFeed
 from memexp.benchmarks import build_benchmark
 from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.benchmarks.skipped_rows import SkippedRows, collecting
@@ -70,6 +70,7 @@ def _run_in(folder: RunFolder, cfg: RunConfig, sweep_group: str | None, labels: 
     method = build_method(cfg.method)
     method.prepare(backbone)
     bench = build_benchmark(cfg.bench)
+    bench.size_with(InputFeed(backbone, cfg.backbone.chat))
     examples = bench.examples(backbone.tokenizer)
     total = bench.num_examples()
     if total is None:
@@ -150,19 +151,15 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
     retained memory, and yield one scored record per question."""
     tok = backbone.tokenizer
     stop_ids = set(tok.stop_ids)
-    use_chat = _chat_applies(ex, chat)
-    context = chat_split(backbone, ex.context, "", ex.system)[0] if use_chat else ex.context
-    # a chat template carries its own begin-of-text token, as apply_chat_template does
-    context_ids = tok.encode(context, add_bos=not use_chat)
+    feed = InputFeed(backbone, _chat_applies(ex, chat))
+    context_ids = feed.context_ids(ex.context, ex.system, ex.bos)
     t0 = time.perf_counter()
     memory = method.read(backbone, context_ids)
     read_seconds = time.perf_counter() - t0
     for q in ex.questions:
         if (ex.id, q.id) in done_keys:
             continue
-        # with a chat template the answer prefix follows the assistant header (RULER's prepare.py)
-        prompt = chat_split(backbone, ex.context, q.user_prompt, ex.system)[1] + q.answer_prefix if use_chat else q.prompt
-        q_ids = tok.encode(prompt)
+        q_ids = feed.question_ids(ex.context, q.user_prompt, q.answer_prefix, ex.system)
         stop = answer_stop_ids(tok, q)
         ans = method.answer(backbone, memory, q_ids, q, stop)
         ended = stop_ids if stop is None else set(stop)

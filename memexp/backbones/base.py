@@ -153,6 +153,42 @@ def chat_split(backbone: Backbone, context: str, prompt: str, system: str | None
     return head, tail
 
 
+class InputFeed:
+    """The ids the runner feeds for an example: its context once, then each question after it.
+
+    Without a chat template: the context with BOS, then the question's prompt as it is. With one
+    (`backbone.chat`): the context inside the template's head, which carries its own begin-of-text
+    as apply_chat_template does (so no BOS is added), then the user prompt, the template's tail (end
+    of turn, assistant header) and the answer prefix after it (RULER's prepare.py: model_template
+    + answer_prefix). A benchmark that fits its inputs to a length (RULER) counts with the same feed,
+    so the template's tokens count inside the length, as RULER's prepare.py counts them."""
+
+    def __init__(self, backbone: Backbone, chat: bool = False) -> None:
+        self.backbone, self.tokenizer, self.chat = backbone, backbone.tokenizer, chat
+
+    def context_ids(self, context: str, system: str | None = None, bos: bool = True) -> list[int]:
+        """`bos=False`: no begin-of-text before a plain context (formats trained without one)."""
+        if not self.chat:
+            return self.tokenizer.encode(context, add_bos=bos)
+        return self.tokenizer.encode(chat_split(self.backbone, context, "", system)[0])
+
+    def question_ids(self, context: str, user_prompt: str, answer_prefix: str = "",
+                     system: str | None = None) -> list[int]:
+        if not self.chat:
+            return self.tokenizer.encode(user_prompt + answer_prefix)
+        return self.tokenizer.encode(chat_split(self.backbone, context, user_prompt, system)[1] + answer_prefix)
+
+    def template_fingerprint(self) -> str | None:
+        """What the chat template adds around a user turn (None without chat): a benchmark's cache
+        key, since the template's tokens change what fits a length."""
+        if not self.chat:
+            return None
+        import hashlib
+
+        head, tail = chat_split(self.backbone, "\x01", "\x02")
+        return hashlib.sha256(f"{head}\x00{tail}".encode()).hexdigest()[:16]
+
+
 def as_ids(ids, device: torch.device | None = None) -> torch.Tensor:
     """Accept a list of ints or a tensor of any integer dtype; return a 1-D int64 tensor."""
     t = ids if isinstance(ids, torch.Tensor) else torch.tensor(list(ids), dtype=torch.long)

@@ -113,6 +113,13 @@ class Layer(nn.Module):
         """The addressable recurrent channels of this layer when it sits at `index` (none by default)."""
         return []
 
+    def static_state(self, state: LayerState, position: torch.Tensor):
+        """`state` in fixed tensors for static decoding (memexp.backbones.static_decode), for a layer
+        whose state is neither a KV cache nor a recurrent state; None when it has no such form. The
+        result offers `tensors()` (what a step writes) and `after_step()` (host work between steps).
+        `position` is the decoder's device position [1]."""
+        return None
+
 
 @dataclass
 class StackState(State):

@@ -10,12 +10,14 @@ context and decodes from it through the same layers, with
 - the position, the fed token, the logits and the generated ids in fixed device tensors;
 - recurrent states (GDN, Mamba-2 and the hybrid's GDN layers) written back into their own
   tensors after every step, since a layer returns new ones;
+- any other layer state in the fixed form its layer gives (`Layer.static_state`: Titan's segment in a
+  ring of W rows and its memory's fast weights in fixed tensors, whose test-time update at a chunk's
+  end runs eagerly on the device between two replays, as the papers' decode does);
 
 so one step runs the same kernels every time, without a host synchronisation, and `capture()`
 records it as a CUDA graph that `step()` then replays. The next token is chosen on the device
 (greedy argmax) and fed to the following step, so `generate(n)` synchronises once, at the end.
-Layers whose state is neither a KV cache nor a recurrent state (Titan's memory layers, whose
-segment ends run a test-time update) are refused with one line naming the layer.
+A layer with no static form is refused with one line naming it.
 """
 
 from __future__ import annotations
@@ -34,10 +36,6 @@ class StaticDecoder:
     feeds the argmax to the next step), or `dec.generate(n)` for the ids."""
 
     def __init__(self, backbone: LayerStackBackbone, state: StackState, max_new_tokens: int) -> None:
-        for i, s in enumerate(state.layers):
-            if not isinstance(s, (KVCache, RecurrentState)):
-                raise ValueError(f"static decoding: layer {i}'s state is a {type(s).__name__}; only KV caches and "
-                                 f"recurrent states can be decoded in static shapes")
         self.backbone = backbone
         self.max_new_tokens = max_new_tokens
         device = backbone.device
@@ -47,10 +45,21 @@ class StaticDecoder:
         self.ids = torch.zeros(max_new_tokens, dtype=torch.long, device=device)
         self.logits = torch.zeros(backbone.model.lm_head.out_features, dtype=torch.float32, device=device)
         capacity = state.position + max_new_tokens
-        self.states = [StaticKVCache.from_cache(s, capacity, self.position) if isinstance(s, KVCache) else s.clone()
-                       for s in state.layers]
+        self.states = [self._static(i, layer, s, capacity) for i, (layer, s) in
+                       enumerate(zip(backbone.layers, state.layers))]
         self.steps = 0
         self.graph: torch.cuda.CUDAGraph | None = None
+
+    def _static(self, index: int, layer, state, capacity: int):
+        if isinstance(state, KVCache):
+            return StaticKVCache.from_cache(state, capacity, self.position)
+        if isinstance(state, RecurrentState):
+            return state.clone()
+        static = layer.static_state(state, self.position)
+        if static is None:
+            raise ValueError(f"static decoding: layer {index}'s state is a {type(state).__name__}, which its layer "
+                             f"cannot give in fixed tensors (Layer.static_state)")
+        return static
 
     def feed(self, token: int) -> None:
         """The token the next step reads (afterwards each step feeds its own argmax)."""
@@ -99,6 +108,9 @@ class StaticDecoder:
             self.graph.replay()
         else:
             self._step()
+        for s in self.states:
+            if not isinstance(s, RecurrentState):
+                s.after_step()
         self.steps += 1
         return self.logits
 
@@ -119,6 +131,8 @@ class StaticDecoder:
     def _tensors(self) -> list[torch.Tensor]:
         out = [self.position, self.count, self.token, self.ids, self.logits]
         for s in self.states:
-            out += [s.k, s.v] if isinstance(s, StaticKVCache) else [s.recurrent] + ([s.conv] if s.conv is not None
-                                                                                     else [])
+            if isinstance(s, RecurrentState):
+                out += [s.recurrent] + ([s.conv] if s.conv is not None else [])
+            else:
+                out += s.tensors()
         return out

@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from memexp.backbones.base import Tokenizer
+from memexp.backbones.base import InputFeed, Tokenizer
 from memexp.records import Record
 
 
@@ -59,7 +59,8 @@ class Example:
     target length in tokens, LongBench's '0-4k'... bucket), the column of the summary table.
     `system` is the system prompt a chat template puts before the context (LongHealth's,
     MemoryAgentBench's agent message); None for none. `meta` is benchmark-private, as
-    `Question.meta`."""
+    `Question.meta`. `bos=False` feeds the context without the tokenizer's begin-of-text token
+    (a format trained without one: the Titan-Llama authors' QuALITY SFT)."""
 
     id: str
     task: str
@@ -71,6 +72,7 @@ class Example:
     # where the text came from when it is not the benchmark's own data (RULER's generated essay
     # stand-in): every record of the example copies it, so no score is mistaken for the real one
     source: str | None = None
+    bos: bool = True
 
 
 class Benchmark(ABC):
@@ -81,6 +83,10 @@ class Benchmark(ABC):
     @abstractmethod
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
         """All examples of the configured tasks and lengths, in a fixed order."""
+
+    def size_with(self, feed: InputFeed) -> None:
+        """How the runner will feed each example (chat template or not). A benchmark that fits its
+        inputs to a token length (RULER) counts with it; the others need not look."""
 
     def num_examples(self) -> int | None:
         """How many examples `examples` yields, when known without generating them; lets the

@@ -8,6 +8,19 @@ with the choices as "\\n (A) ...", then "Answer:"; ZeroSCROLLS paper Table 6), g
 leading A-D of the output or the letter after "answer is". The HARD subset
 (`difficult` = 1) is reported beside overall accuracy, as the QuALITY README asks.
 
+`bench.prompt=titan_sft` is the format the Titan-Llama authors fine-tuned their modules in
+(sarahpannn/titans-pytorch at c60b4efa, sft_kvwrite_quality_mc.py, QualityMCSFTDataset._build):
+the article as it is, a blank line, "Question: {question}\nChoices:\n" with one "A. {option
+stripped}" line per option, then "Answer:"; tokenized without special tokens (no BOS) and no chat
+template; the trained target is the single token " X" of the gold letter. The authors release no
+QuALITY evaluation; their training accuracy counts the argmax over the whole vocabulary at the
+answer position (titan_llama.py, `correct`), so memexp scores the first generated token: correct
+when it is the gold letter (greedy, max_new_tokens=1). The paper says only "multiple-choice
+accuracy"; the highest-likelihood letter among A-D (a restricted argmax, never lower) is not
+what their code measures and is not offered. The authors' prompts longer than the training
+length lose their head (the last 16,383 tokens are kept); memexp's max_length stays a middle
+truncation, off by default, and QuALITY's articles fit 16K.
+
 The two question sets written for the same article share one example, so the story is read
 once for all its questions.
 """
@@ -16,6 +29,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from string import ascii_uppercase
 from typing import Iterator
 
 from memexp.backbones.base import Tokenizer
@@ -34,6 +48,8 @@ INSTRUCTION = (
 ROW_FIELDS = {"article_id": str, "set_unique_id": str, "article": str, "questions": list}
 QUESTION_FIELDS = {"question": str, "options": list, "gold_label": int}
 
+# titan_sft: the first generated token is the letter (" B"; not " Both")
+_FIRST_TOKEN_LETTER = re.compile(r"\s*([A-D])(?![A-Za-z0-9])")
 _LEADING = re.compile(r"\(?([A-D])(?:\)|\.|:|,|\s|$)")
 _STATED = re.compile(r"answer is:?\s*\(?([A-D])\b")
 
@@ -67,6 +83,26 @@ def render_prompt(question: str, options: list[str]) -> str:
     return f"Question and Possible Answers:\n{question.strip()}\n\n{choices}\n\nAnswer:"
 
 
+def titan_sft_context(article: str) -> str:
+    """The authors' SFT prompt up to the question: `{article}\n\n` (the blank line stays with the
+    article, so splitting there never changes how a BPE tokenizer cuts the whitespace)."""
+    return f"{article}\n\n"
+
+
+def titan_sft_prompt(question: str, options: list[str]) -> str:
+    """The authors' SFT query: `Question: {q}\nChoices:\nA. ...\nAnswer:`, options stripped,
+    the question as written, options lettered A-Z (their OPTION_LABELS). Also what
+    recipe=titan_llama's quality_sft stage trains on."""
+    choices = "\n".join(f"{letter}. {option.strip()}" for letter, option in zip(ascii_uppercase, options))
+    return f"Question: {question}\nChoices:\n{choices}\nAnswer:"
+
+
+def titan_sft_choice(prediction: str) -> str | None:
+    """The letter of the first generated token, or None."""
+    match = _FIRST_TOKEN_LETTER.match(prediction)
+    return match.group(1) if match else None
+
+
 class Quality(Benchmark):
     name = NAME
 
@@ -91,6 +127,8 @@ class Quality(Benchmark):
 
     def example(self, article_id: str, rows: list[data.SourceRow], tokenizer: Tokenizer) -> Example:
         questions = []
+        titan = self.cfg.prompt == "titan_sft"
+        render = titan_sft_prompt if titan else render_prompt
         for row in rows:
             for j, q in enumerate(row.data["questions"]):
                 problem = _question_problem(q)
@@ -102,19 +140,21 @@ class Quality(Benchmark):
                 if hard:
                     self._hard.add((article_id, qid))
                 questions.append(Question(
-                    id=qid, prompt=render_prompt(q["question"], q["options"]),
-                    references=[LETTERS[q["gold_label"] - 1]], metric="accuracy",
-                    max_new_tokens=self.cfg.max_new_tokens, meta={"hard": hard}))
-        context = render_context(rows[0].data["article"])
+                    id=qid, prompt=render(q["question"], q["options"]), references=[LETTERS[q["gold_label"] - 1]],
+                    metric="accuracy", max_new_tokens=self.cfg.max_new_tokens, meta={"hard": hard},
+                    chat_template=not titan))
+        article = rows[0].data["article"]
+        context = titan_sft_context(article) if titan else render_context(article)
         if self.cfg.max_length is not None and questions:
             longest = max(len(tokenizer.encode(q.prompt)) for q in questions)
             context = middle_truncate(tokenizer, context, longest, self.cfg.max_length,
                                       longbench_ends(self.cfg.max_length))
         return Example(id=article_id, task=NAME, length=self.cfg.split, context=context, questions=questions,
-                       meta={"title": rows[0].data.get("title")})
+                       meta={"title": rows[0].data.get("title")}, bos=not titan)
 
     def score(self, prediction: str, question: Question) -> float:
-        return 100.0 * float(quality_choice(prediction) == question.references[0])
+        choice = titan_sft_choice if self.cfg.prompt == "titan_sft" else quality_choice
+        return 100.0 * float(choice(prediction) == question.references[0])
 
     def aggregate(self, records: list[Record]) -> dict[str, float]:
         overall = [r.score for r in records]

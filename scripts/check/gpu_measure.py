@@ -405,8 +405,9 @@ def _decode(bb, state, steps: int) -> dict[str, str]:
     """Decode as the paper times it, from a state that read the context: the median per-token latency
     over `steps` greedy steps, eagerly (`Backbone.forward`, one token), in static shapes
     (memexp.backbones.static_decode), and as CUDA graph replays of that static step, with the
-    peak memory allocated while decoding eagerly. A backbone that cannot decode in static shapes
-    (Titan's memory layers) says why."""
+    peak memory allocated while decoding eagerly. Titan's test-time update at a chunk's end runs
+    eagerly between two replays (StaticTitanState.after_step), inside the timed steps. A backbone
+    that cannot decode in static shapes says why in its row."""
     from memexp.backbones.static_decode import StaticDecoder
 
     cuda = bb.device.type == "cuda"

@@ -1,7 +1,8 @@
 """Static-shape decoding (memexp.backbones.static_decode) against the eager decode, on every
 registered architecture's tiny random config (fp32, CPU): the same greedy ids and logits, step by
-step, from a state that read a context across prefill chunks. Capturing it in a CUDA graph is
-the GPU check's part (scripts/check/gpu_measure.py titan)."""
+step, from a state that read a context across prefill chunks, and Titan-Llama's layers (segments
+in a ring, the memory's update between steps). Capturing it in a CUDA graph is the GPU check's
+part (scripts/check/gpu_measure.py titan)."""
 
 from __future__ import annotations
 
@@ -67,15 +68,50 @@ def test_static_cache_keeps_its_buffers_and_masks_by_position():
         StaticKVCache.from_cache(windowed, 8, position)
 
 
-def test_titan_layers_are_refused_in_one_line():
+def _eager_then_static(backbone, ids, n):
+    """The eager greedy logits of n steps after `ids`, and the StaticDecoder's, from one state."""
+    state = backbone.init_state()
+    first = int(backbone.forward(state, ids).argmax())
+    eager_state, eager, token = state.clone(), [], first
+    for _ in range(n):
+        logits = backbone.forward(eager_state, [token])
+        token = int(logits.argmax())
+        eager.append(logits)
+    decoder = StaticDecoder(backbone, state, n)
+    decoder.feed(first)
+    return eager, [decoder.step().clone() for _ in range(n)]
+
+
+@pytest.mark.parametrize("memory", [True, False])
+def test_titan_layers_decode_in_static_shapes(memory):
+    """Titan-Llama with two Titan layers (the second mixing values), segments of 8 tokens and
+    test-time batches of 16: a context of 13 tokens, then 21 steps cross three segment and chunk
+    ends (their memory updates run between steps) and a test-time batch end. `memory=False` is the
+    segmented-attention control."""
     from memexp.methods.titan.config import TitanConfig
     from memexp.methods.titan.method import Titan
 
     backbone = load_backbone(BackboneConfig(name="t", arch="llama", tokenizer="byte", model={
-        "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
         "intermediate_size": 128, "vocab_size": 258}))
-    Titan(TitanConfig(layers=1, segment_length=8, test_batch=8)).prepare(backbone)
+    Titan(TitanConfig(layers=2, segment_length=8, test_batch=16, memory=memory)).prepare(backbone)
+    eager, static = _eager_then_static(backbone, list(range(3, 16)), 21)
+    for i, (a, b) in enumerate(zip(eager, static)):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5, msg=f"step {i}")
+
+
+def test_a_layer_without_a_static_form_is_refused_in_one_line():
+    from memexp.backbones.stack import Layer
+
+    class Opaque(Layer):
+        def forward(self, x, state, ctx):
+            return x, state
+
+        def init_state(self, spec):
+            return [spec.batch]
+
+    backbone = load_backbone(BY_NAME["llama"].config)
+    backbone.layers[1] = Opaque()
     state = backbone.init_state()
-    backbone.forward(state, [1, 2, 3])
-    with pytest.raises(ValueError, match=r"layer 0's state is a \w+; only KV caches and recurrent states"):
+    with pytest.raises(ValueError, match=r"layer 1's state is a list, which its layer cannot give in fixed tensors"):
         StaticDecoder(backbone, state, 4)

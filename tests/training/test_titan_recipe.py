@@ -16,7 +16,8 @@ from memexp.config import ConfigError
 from memexp.training import main
 from memexp.training.cli import load_recipe
 from memexp.training.titan_llama.config import Stage
-from memexp.training.titan_llama.train import lr_at, next_token_loss
+from memexp.training.loss import next_token_loss
+from memexp.training.titan_llama.train import lr_at
 from tests.training.titan_data import write_sources
 
 TINY = ["backbone=tiny_llama_random", "backbone_fields={dtype: float32, device: cpu}",
@@ -103,10 +104,12 @@ def test_lr_schedule_is_linear_warmup_then_cosine():
 def test_next_token_loss_is_the_mean_over_supervised_targets():
     torch.manual_seed(0)
     B, T, V = 2, 1100, 7  # T crosses the 512-position pieces
-    logits = torch.randn(B, T, V)
+    hidden, head = torch.randn(B, T, 5), torch.nn.Linear(5, V)
+    with torch.no_grad():
+        logits = head(hidden)
     labels = torch.randint(0, V, (B, T))
     labels[0, :600] = -100
-    loss, acc = next_token_loss(logits, labels)
+    loss, acc = next_token_loss(hidden, head, labels)
     logp = F.log_softmax(logits, -1)
     terms, hits = [], 0
     for b in range(B):

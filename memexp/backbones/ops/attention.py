@@ -177,21 +177,22 @@ class StaticKVCache:
     """A KV cache of fixed shape for decoding one token per call with no host synchronisation,
     so that a decode step can be captured in a CUDA graph and replayed (memexp.backbones.static_decode).
 
-    The buffers [B, capacity, Hkv, D] never change shape or address; `position` is a device tensor
-    [1] (shared by every layer of a decoder, advanced by it) naming the row the next token writes,
-    which is its absolute position; the query attends the rows at or before it through a mask.
-    Full attention only: a windowed cache keeps its rows in a moving window, not by position.
+    The buffers [B, capacity, Hkv, D] never change shape or address; `row` is a device tensor [1]
+    naming the row the next token writes, and the query attends the rows at or before it through a
+    mask. With row = the absolute position (shared by a decoder's layers, advanced by it) this is full
+    attention; with row = position mod W over W rows, attention within aligned segments of W tokens
+    (Titan's segmented layers): the rows after `row` hold the previous segment and are masked.
     """
 
     window = None
 
-    def __init__(self, k: torch.Tensor, v: torch.Tensor, position: torch.Tensor) -> None:
-        self.k, self.v, self.position = k, v, position
+    def __init__(self, k: torch.Tensor, v: torch.Tensor, row: torch.Tensor) -> None:
+        self.k, self.v, self.row = k, v, row
         self._rows = torch.arange(k.shape[1], device=k.device)
 
     @classmethod
-    def from_cache(cls, cache: KVCache, capacity: int, position: torch.Tensor) -> "StaticKVCache":
-        """A copy of `cache`'s rows (positions 0 .. length - 1) in buffers of `capacity` rows."""
+    def from_cache(cls, cache: KVCache, capacity: int, row: torch.Tensor) -> "StaticKVCache":
+        """A copy of `cache`'s rows (0 .. length - 1) in buffers of `capacity` rows."""
         if cache.window is not None:
             raise ValueError(f"static decoding needs full-attention caches; this one has window={cache.window}")
         if capacity < cache.length:
@@ -199,32 +200,39 @@ class StaticKVCache:
         k, v = (t.new_zeros(t.shape[0], capacity, *t.shape[2:]) for t in (cache.k, cache.v))
         k[:, : cache.length] = cache.k[:, : cache.length]
         v[:, : cache.length] = cache.v[:, : cache.length]
-        return cls(k, v, position)
+        return cls(k, v, row)
 
     @property
     def capacity(self) -> int:
         return self.k.shape[1]
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write one token's [B, 1, Hkv, D] key and value at row `position`; return the whole buffers."""
+        """Write one token's [B, 1, Hkv, D] key and value at `row`; return the whole buffers."""
         if k.shape[1] != 1:
             raise ValueError(f"a static KV cache takes one token per call, got {k.shape[1]}")
-        self.k.index_copy_(1, self.position, k)
-        self.v.index_copy_(1, self.position, v)
+        self.k.index_copy_(1, self.row, k)
+        self.v.index_copy_(1, self.row, v)
         return self.k, self.v
 
     def attention_mask(self) -> torch.Tensor:
-        """[1, capacity] bool: the rows at or before the current position."""
-        return (self._rows <= self.position)[None, :]
+        """[1, capacity] bool: the rows at or before `row`."""
+        return (self._rows <= self.row)[None, :]
 
     def trim(self) -> None:
-        """Nothing to drop: full attention keeps every row."""
+        """Nothing to drop: the rows are fixed."""
 
     def scale_recurrent(self, lam: float) -> None:
         """Keys and values are not recurrent memory."""
 
     def nbytes(self) -> int:
         return 2 * self.k.numel() * self.k.element_size()
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor a decode step writes (a capture's warm-up restores them)."""
+        return [self.k, self.v]
+
+    def after_step(self) -> None:
+        """Nothing to do between steps."""
 
 
 def _round_up(n: int, multiple: int) -> int:

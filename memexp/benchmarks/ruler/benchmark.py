@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from memexp.backbones.base import Tokenizer
+from memexp.backbones.base import InputFeed, Tokenizer
 from memexp.benchmarks import hub
 from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.benchmarks.metrics import ruler_postprocess, string_match_all, string_match_part
@@ -63,6 +63,12 @@ class Ruler(Benchmark):
         self._loaded: dict[str, sources.Loaded] = {}
         self._essays: EssayHaystack | None = None
         self._qa: dict[str, QaData] = {}
+        self._feed: InputFeed | None = None
+
+    def size_with(self, feed: InputFeed) -> None:
+        """With a chat template the template's tokens count inside each target length (RULER's
+        prepare.py with a model template); without one the plain form is counted, as before."""
+        self._feed = feed if feed.chat else None
 
     def max_new_tokens(self, task: str) -> int:
         return self.cfg.max_new_tokens or _template(TASKS[task]).tokens_to_generate
@@ -93,6 +99,8 @@ class Ruler(Benchmark):
             "tokenizer": fingerprint or cache.tokenizer_fingerprint(tokenizer),
             "sources": {name: loaded.fingerprint for name, loaded in self._sources(task).items()},
         }
+        if self._feed is not None:  # only then: the plain form's cache keys stay as they were
+            inputs["chat_template"] = self._feed.template_fingerprint()
         key = cache.cache_key(inputs)
         path = cache.cache_path(self.cfg.cache_dir, task, length, key)
         cached = cache.load(path, key, self.cfg.num_samples)
@@ -108,6 +116,7 @@ class Ruler(Benchmark):
             max_new_tokens=self.max_new_tokens(task),
             metric=self.metric(task),
             answer_prefix=_template(TASKS[task]).answer_prefix,
+            feed=self._feed,
         )
         if self.cfg.essay_standin and needs_essays(task):
             from memexp.benchmarks.ruler.standin import STANDIN_SOURCE

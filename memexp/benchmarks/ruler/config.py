@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from memexp.benchmarks.ruler.tasks import TASKS
-from memexp.config import BenchConfig, ConfigError, _at_least, _tasks
+from memexp.config import BenchConfig, ConfigError, _at_least, _tasks, files_checked
 from memexp.registry import BENCHES
 
 # the allowed tasks are the implementation's task table
@@ -41,7 +41,7 @@ class RulerConfig(BenchConfig):
         for n in self.lengths:
             _at_least("bench.lengths", n, 64)
         _at_least("bench.num_samples", self.num_samples, 1)
-        if self.essay_path is not None and not Path(self.essay_path).expanduser().exists():
+        if self.essay_path is not None and files_checked() and not Path(self.essay_path).expanduser().exists():
             raise ConfigError(f"bench.essay_path={self.essay_path!r}: no such file")
         if self.essay_standin and self.essay_path is not None:
             raise ConfigError("bench.essay_standin=true and bench.essay_path are both set: choose one essay source")

@@ -14,9 +14,9 @@ the official generator's text for that random state.
 
 from __future__ import annotations
 
-from memexp.backbones.base import Tokenizer
+from memexp.backbones.base import InputFeed, Tokenizer
 from memexp.benchmarks.base import Example, Question
-from memexp.benchmarks.ruler.length import TokenBudget, TooShort, largest_fitting
+from memexp.benchmarks.ruler.length import TokenBudget, TooShort, largest_fitting, split_answer_prefix
 from memexp.benchmarks.ruler.sample import Generator, Sample, sample_rng
 from memexp.config import ConfigError
 
@@ -60,11 +60,12 @@ def generate_examples(
     max_new_tokens: int,
     metric: str,
     answer_prefix: str = "",
+    feed: InputFeed | None = None,
 ) -> list[Example]:
-    """`answer_prefix`: the task template's (unformatted) answer prefix; its first 10
-    characters locate the formatted one at the end of each prompt, as RULER's generators
-    split it off (niah.py: input_text.rfind(answer_prefix[:10]))."""
-    budget = TokenBudget(tokenizer, length, max_new_tokens)
+    """`answer_prefix`: the task template's (unformatted) answer prefix (split off each prompt by
+    `split_answer_prefix`); `feed`: how the runner feeds each input (a chat template's tokens then
+    count inside `length`), None for the plain form."""
+    budget = TokenBudget(tokenizer, length, max_new_tokens, feed, answer_prefix)
     examples, start = [], generator.incremental
     for index in range(num_samples):
         start, sample, total = fit_sample(task, index, generator, budget, seed=seed, start=start)
@@ -77,14 +78,13 @@ def _example(
     answer_prefix: str,
 ) -> Example:
     example_id = f"{task}/{length}/{index}"
-    at = sample.prompt.rfind(answer_prefix[:10]) if answer_prefix else -1
     question = Question(
         id=f"{example_id}/0",
         prompt=sample.prompt,
         references=list(sample.answers),
         metric=metric,
         max_new_tokens=max_new_tokens,
-        answer_prefix=sample.prompt[at:] if at >= 0 else "",
+        answer_prefix=split_answer_prefix(sample.prompt, answer_prefix)[1],
     )
     meta = {**sample.meta, "tokens": total}
     return Example(id=example_id, task=task, length=length, context=sample.context, questions=[question], meta=meta)

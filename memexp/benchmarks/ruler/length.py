@@ -1,9 +1,10 @@
 """Length targeting: the largest haystack whose input fits the target length.
 
 RULER's rule (scripts/data/synthetic/*.py): tokens of the input with its answer prefix
-plus tokens_to_generate <= max_seq_length. memexp counts what its runner feeds: the
-context encoded with BOS, the prompt encoded on its own, plus the question's
-max_new_tokens.
+plus tokens_to_generate <= max_seq_length, the model's chat template included when
+prepare.py is given one. memexp counts what its runner feeds (memexp.backbones.base.InputFeed):
+the context encoded with BOS (or inside the chat template's head), the prompt encoded on its
+own (with the template's tail before the answer prefix), plus the question's max_new_tokens.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
-from memexp.backbones.base import Tokenizer
+from memexp.backbones.base import InputFeed, Tokenizer
 from memexp.benchmarks.ruler.sample import Sample
 
 
@@ -23,13 +24,30 @@ class TooShort(ValueError):
         self.size, self.tokens = size, tokens
 
 
+def split_answer_prefix(prompt: str, answer_prefix: str) -> tuple[str, str]:
+    """(user prompt, formatted answer prefix) of a generated prompt, given the task template's
+    unformatted answer prefix: its first 10 characters locate the formatted one at the end, as
+    RULER's generators split it off (niah.py: input_text.rfind(answer_prefix[:10]))."""
+    at = prompt.rfind(answer_prefix[:10]) if answer_prefix else -1
+    return (prompt[:at], prompt[at:]) if at >= 0 else (prompt, "")
+
+
 class TokenBudget:
-    def __init__(self, tokenizer: Tokenizer, length: int, max_new_tokens: int) -> None:
+    """`feed` (memexp.backbones.base.InputFeed): how the runner will feed the input; None counts
+    the plain form (context with BOS, prompt as it is)."""
+
+    def __init__(self, tokenizer: Tokenizer, length: int, max_new_tokens: int, feed: InputFeed | None = None,
+                 answer_prefix: str = "") -> None:
         self.tokenizer, self.length, self.max_new_tokens = tokenizer, length, max_new_tokens
+        self.feed, self.answer_prefix = feed, answer_prefix
 
     def total(self, sample: Sample) -> int:
-        context = self.tokenizer.encode(sample.context, add_bos=True)
-        prompt = self.tokenizer.encode(sample.prompt)
+        if self.feed is None:
+            context = self.tokenizer.encode(sample.context, add_bos=True)
+            prompt = self.tokenizer.encode(sample.prompt)
+        else:
+            context = self.feed.context_ids(sample.context)
+            prompt = self.feed.question_ids(sample.context, *split_answer_prefix(sample.prompt, self.answer_prefix))
         return len(context) + len(prompt) + self.max_new_tokens
 
 

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from memexp.config import ConfigError, MethodConfig, _at_least, _choice
+from memexp.config import ConfigError, MethodConfig, _at_least, _choice, files_checked
 from memexp.registry import METHODS
 
 DECAY_TARGETS = ("slow_weights", "zero")
+MEMORY_DTYPES = ("float32", "bfloat16")
 
 
 @dataclass
@@ -29,6 +30,11 @@ class TitanConfig(MethodConfig):
     # what the per-chunk decay alpha pulls the fast weights toward: "slow_weights" (the code: W0) or
     # "zero" (the paper's text, M_c = (1 - alpha_c) M_{c-1} + S_c)
     decay_target: str = "slow_weights"
+    # the dtype of the Titan modules' parameters and of the memory's computation and state (fast
+    # weights, momentum, pending chunk): float32 (memexp's default, whatever the backbone's dtype) or
+    # bfloat16 (the authors' runs: the whole model in bf16, fp32 copies only in their optimizer), to
+    # load their checkpoints in the precision their numbers came from
+    memory_dtype: str = "float32"
 
     def __post_init__(self) -> None:
         _at_least("method.layers", self.layers, 1)
@@ -40,6 +46,7 @@ class TitanConfig(MethodConfig):
         if not isinstance(self.max_lr, (int, float)) or isinstance(self.max_lr, bool) or not self.max_lr > 0:
             raise ConfigError(f"method.max_lr={self.max_lr!r}: must be a number > 0")
         _choice("method.decay_target", self.decay_target, DECAY_TARGETS)
+        _choice("method.memory_dtype", self.memory_dtype, MEMORY_DTYPES)
         check_memory_folder(self.memory_path)
 
 
@@ -48,7 +55,7 @@ MODULE_FILES = ("titan_memory.json", "titan_memory.safetensors")  # what TitanMo
 
 def check_memory_folder(path: Optional[str]) -> None:
     """`method.memory_path` (never a hub id) names a folder TitanModules.save wrote, before any model loads."""
-    if path is None:
+    if path is None or not files_checked():
         return
     folder = Path(path).expanduser()
     if not folder.exists():

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.ops.attention import KVCache, attention
+from memexp.backbones.ops.attention import KVCache, StaticKVCache, attention
 from memexp.backbones.ops.rotary import apply_rotary
 from memexp.backbones.stack import Layer, LayerContext, StateSpec
 from memexp.methods.titan.memory import MemoryState, NeuralMemory
@@ -53,6 +53,13 @@ class TitanBlock(nn.Module):
             nn.init.constant_(self.value_mix.bias, VALUE_MIX_BIAS)
 
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The parameters' dtype (method.memory_dtype): gate, mixer and blend compute in it."""
+        first = next(self.parameters(), None)
+        return torch.float32 if first is None else first.dtype
+
+
 def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
@@ -68,7 +75,7 @@ class ValueCarry:
 @dataclass
 class TitanState:
     """A Titan layer's state: `kv` the current segment's keys (rotated) and mixed values, in the compute
-    dtype; `memory` the memory's fp32 state (None in a layer without memory); `position` the tokens
+    dtype; `memory` the memory's state in its dtype (None in a layer without memory); `position` the tokens
     read so far (a host int, so that segment and chunk arithmetic never waits on the device)."""
 
     kv: KVCache
@@ -85,6 +92,39 @@ class TitanState:
         """The memory's episodic part times lam (MemoryState.scale_recurrent); the segment's KV is kept."""
         if self.memory is not None:
             self.memory.scale_recurrent(lam)
+
+
+@dataclass
+class StaticTitanState:
+    """A TitanState in fixed tensors for static decoding (memexp.backbones.static_decode): the
+    segment's keys and values in a ring of W rows (`row` = position mod W: the rows after it hold the
+    previous segment and are masked), the memory's pending chunk in fixed slots (the same index: a
+    memory chunk is a segment) and its weights in fixed tensors; `position` counts the tokens read on
+    the host, so that the test-time update at a chunk's end runs between two steps, not inside one."""
+
+    kv: StaticKVCache
+    memory: MemoryState | None
+    module: NeuralMemory | None
+    row: torch.Tensor
+    position: int
+
+    def tensors(self) -> list[torch.Tensor]:
+        out = self.kv.tensors() + [self.row]
+        if self.memory is not None:
+            m = self.memory
+            out += [m.buffer_k, m.buffer_v, *m.fast, *m.momentum, *m.anchor]
+        return out
+
+    def after_step(self) -> None:
+        self.position += 1
+        if self.memory is not None and self.position % self.module.chunk == 0:
+            self.module.absorb_static(self.memory, self.position // self.module.chunk - 1)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.tensors())
+
+    def scale_recurrent(self, lam: float) -> None:
+        raise NotImplementedError("a static decoding state is not rescaled; rescale the TitanState before")
 
 
 class TitanLayer(Layer):
@@ -109,32 +149,51 @@ class TitanLayer(Layer):
         memory = self.titan.memory
         return TitanState(kv, None if memory is None else memory.init_state(spec.batch, spec.device))
 
-    def forward(self, x: torch.Tensor, state: TitanState, ctx: LayerContext) -> tuple[torch.Tensor, TitanState]:
+    def static_state(self, state: TitanState, position: torch.Tensor) -> StaticTitanState:
+        if state.position % self.segment != state.kv.length:
+            raise ValueError(f"Titan layer: {state.kv.length} cached keys at position {state.position} "
+                             f"(segment {self.segment})")
+        row = torch.remainder(position, self.segment)
+        memory = self.titan.memory
+        return StaticTitanState(StaticKVCache.from_cache(state.kv, self.segment, row),
+                                None if memory is None else memory.static_state(state.memory), memory, row,
+                                state.position)
+
+    def forward(self, x: torch.Tensor, state: TitanState | StaticTitanState,
+                ctx: LayerContext) -> tuple[torch.Tensor, TitanState | StaticTitanState]:
         """x [B, T, D] at absolute positions ctx.positions (contiguous, continuing `state`)."""
         attn, block = self.self_attn, self.titan
         c = attn.c
         B, T, hd = x.shape[0], x.shape[1], c.dim_per_head
-        start = state.position
         h = self.input_layernorm(x)
         q_raw = attn.q_proj(h).view(B, T, c.num_attention_heads, hd)
         k_raw = attn.k_proj(h).view(B, T, c.kv_heads, hd)
         v = attn.v_proj(h).view(B, T, c.kv_heads, hd)
         q, k = apply_rotary(q_raw, *ctx.rotary), apply_rotary(k_raw, *ctx.rotary)
         v_att = v
+        dt = block.dtype  # the modules' dtype (method.memory_dtype): gate, mixer and blend run in it
         if block.value_mix is not None:
-            mix = torch.sigmoid(block.value_mix(h.float()))[..., None]  # [B, T, Hkv, 1]
-            v_att = torch.lerp(v.float(), self.carry.values.float(), mix).to(v.dtype)
+            mix = torch.sigmoid(block.value_mix(h.to(dt)))[..., None]  # [B, T, Hkv, 1]
+            v_att = torch.lerp(v.to(dt), self.carry.values.to(dt), mix).to(v.dtype)
         self.carry.values = v if self.passes_values else None
-        o = segmented_attention(q, k, v_att, state, start, self.segment)
-        if block.memory is not None:
-            read = block.memory(q if self.rope_memory else q_raw, k if self.rope_memory else k_raw, v,
-                                state.memory, start)
-            lam = torch.sigmoid(block.gate(h.float())).view(B, T, c.num_attention_heads, hd)
+        q_mem, k_mem = (q, k) if self.rope_memory else (q_raw, k_raw)
+        if isinstance(state, StaticTitanState):  # one decode token in fixed tensors (static_state)
+            state.row.copy_(torch.remainder(ctx.positions, self.segment))
+            keys, values = state.kv.append(k, v_att)
+            o = attention(q, keys, values, mask=state.kv.attention_mask())
+            read = None if block.memory is None else block.memory.static_step(q_mem, k_mem, v, state.memory,
+                                                                               state.row)
+        else:
+            start = state.position
+            o = segmented_attention(q, k, v_att, state, start, self.segment)
+            read = None if block.memory is None else block.memory(q_mem, k_mem, v, state.memory, start)
+            state.position += T
+        if read is not None:
+            lam = torch.sigmoid(block.gate(h.to(dt))).view(B, T, c.num_attention_heads, hd)
             lam = lam * (ctx.positions >= self.segment).to(lam.dtype)[None, :, None, None]
             if block.stats is not None:
                 block.stats["lambda"] = lam.detach().mean()
-            o = torch.lerp(o.float(), read, lam).to(o.dtype)
-        state.position += T
+            o = torch.lerp(o.to(dt), read, lam).to(o.dtype)
         x = x + attn.o_proj(o.reshape(B, T, -1))
         return x + self.mlp(self.post_attention_layernorm(x)), state
 

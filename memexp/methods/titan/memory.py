@@ -85,21 +85,48 @@ def soft_clamp(g: torch.Tensor, max_norm: float = 1.0) -> torch.Tensor:
 
 @dataclass
 class MemoryState:
-    """One layer's memory between forward calls, fp32.
+    """One layer's memory between forward calls, in the memory's dtype (NeuralMemory.dtype).
 
     pending_k, pending_v [B, Hkv, r, d]: the scaled keys and raw values of the incomplete chunk
-    (r = position mod C). fast, momentum, anchor: three [B, Hkv, d, d] each, or None before the
-    first complete chunk (then W0, zeros and W0: the slow weights are read live, which keeps the
-    training form differentiable w.r.t. them). `slow` is the layer's W0 itself ([Hkv, d, d] x3,
-    shared, not copied, not counted): the rescale pulls the fast weights toward it.
+    (r = position mod C), the first r slots of buffers that decoding fills in place (one slot per
+    token, never a copy of the chunk so far; a buffer grows to a whole chunk once per chunk). fast,
+    momentum, anchor: three [B, Hkv, d, d] each, or None before the first complete chunk (then W0,
+    zeros and W0: the slow weights are read live, which keeps the training form differentiable
+    w.r.t. them). `slow` is the layer's W0 itself ([Hkv, d, d] x3, shared, not copied, not
+    counted): the rescale pulls the fast weights toward it.
     """
 
-    pending_k: torch.Tensor
-    pending_v: torch.Tensor
+    buffer_k: torch.Tensor
+    buffer_v: torch.Tensor
     slow: Weights
     fast: Weights | None = None
     momentum: Weights | None = None
     anchor: Weights | None = None
+    filled: int = 0  # slots of the buffers that hold the pending chunk
+
+    @property
+    def pending_k(self) -> torch.Tensor:
+        return self.buffer_k[:, :, :self.filled]
+
+    @property
+    def pending_v(self) -> torch.Tensor:
+        return self.buffer_v[:, :, :self.filled]
+
+    def set_pending(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """The pending chunk becomes `keys`, `values` [B, Hkv, r, d] (tensors of their own)."""
+        self.buffer_k, self.buffer_v, self.filled = keys, values, keys.shape[2]
+
+    def append_pending(self, keys: torch.Tensor, values: torch.Tensor, chunk: int) -> None:
+        """Write [B, Hkv, t, d] after the pending tokens, in place (no autograd: decoding); the
+        chunk must not complete."""
+        r, t = self.filled, keys.shape[2]
+        if self.buffer_k.shape[2] < r + t:
+            grown_k = self.buffer_k.new_empty(*self.buffer_k.shape[:2], chunk, self.buffer_k.shape[3])
+            grown_v = torch.empty_like(grown_k)
+            grown_k[:, :, :r], grown_v[:, :, :r] = self.pending_k, self.pending_v
+            self.buffer_k, self.buffer_v = grown_k, grown_v
+        self.buffer_k[:, :, r:r + t], self.buffer_v[:, :, r:r + t] = keys, values
+        self.filled = r + t
 
     def _owned(self) -> list[torch.Tensor]:
         out = [self.pending_k, self.pending_v]
@@ -112,7 +139,7 @@ class MemoryState:
             return None if group is None else tuple(t.clone() for t in group)
 
         return MemoryState(self.pending_k.clone(), self.pending_v.clone(), self.slow, copy(self.fast),
-                           copy(self.momentum), copy(self.anchor))
+                           copy(self.momentum), copy(self.anchor), self.filled)
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self._owned())
@@ -160,8 +187,9 @@ class NeuralMemory(nn.Module):
 
     @property
     def dtype(self) -> torch.dtype:
-        """fp32, or the parameters' dtype when wider (fp64 in the gradient checks)."""
-        return torch.promote_types(self.w1.dtype, torch.float32)
+        """The parameters' dtype: the memory computes and keeps its state in it (fp32 by default,
+        bf16 with method.memory_dtype=bfloat16, fp64 in the gradient checks)."""
+        return self.w1.dtype
 
     def init_state(self, batch: int, device: torch.device) -> MemoryState:
         empty = torch.zeros(batch, self.kv_heads, 0, self.head_dim, device=device, dtype=self.dtype)
@@ -173,23 +201,62 @@ class NeuralMemory(nn.Module):
 
         q [B, T, H, d] and k [B, T, Hkv, d] (rotated or not: the caller's choice), unscaled; v [B, T,
         Hkv, d] raw values; `start` the absolute position of the first token (state continues from
-        it). Returns M(q d^-1/4) [B, T, H, d] in `self.dtype` (fp32), each token read with the weights after every
+        it). Returns M(q d^-1/4) [B, T, H, d] in `self.dtype`, each token read with the weights after every
         chunk strictly before its own; `state` advances in place.
         """
         B, T, H, d = q.shape
-        C, r = self.chunk, state.pending_k.shape[2]
+        C, r = self.chunk, state.filled
         if start % C != r:
             raise ValueError(f"memory state holds {r} pending tokens but the call starts at position {start} "
                              f"(chunk length {C})")
         scale = d ** -0.25
-        keys = torch.cat([state.pending_k, (k.to(self.dtype) * scale).transpose(1, 2)], dim=2)
-        values = torch.cat([state.pending_v, v.to(self.dtype).transpose(1, 2)], dim=2)
-        n = keys.shape[2] // C
+        new_k, new_v = (k.to(self.dtype) * scale).transpose(1, 2), v.to(self.dtype).transpose(1, 2)
         before = self._current(state, B)
+        if r + T < C and not (torch.is_grad_enabled() and (new_k.requires_grad or new_v.requires_grad)):
+            # no chunk completes (decoding): the tokens go into the pending buffers in place
+            state.append_pending(new_k, new_v, C)
+            return self._read(q.to(self.dtype) * scale, before, [], r)
+        keys = torch.cat([state.pending_k, new_k], dim=2)
+        values = torch.cat([state.pending_v, new_v], dim=2)
+        n = keys.shape[2] // C
         timeline = self._absorb(state, keys[:, :, :n * C].unflatten(2, (n, C)),
                                 values[:, :, :n * C].unflatten(2, (n, C)), (start - r) // C)
-        state.pending_k, state.pending_v = keys[:, :, n * C:].clone(), values[:, :, n * C:].clone()
+        state.set_pending(keys[:, :, n * C:].clone(), values[:, :, n * C:].clone())
         return self._read(q.to(self.dtype) * scale, before, timeline, r)
+
+    def static_state(self, state: MemoryState) -> MemoryState:
+        """`state` in fixed tensors for static decoding: buffers of one whole chunk holding the pending
+        tokens in their first slots, and the fast weights, momentum and anchor materialised (W0, zeros
+        and W0 before the first chunk, the values the streaming form reads in their place)."""
+        B = state.buffer_k.shape[0]
+        buffer_k = state.buffer_k.new_zeros(B, self.kv_heads, self.chunk, self.head_dim)
+        buffer_v = torch.zeros_like(buffer_k)
+        buffer_k[:, :, :state.filled], buffer_v[:, :, :state.filled] = state.pending_k, state.pending_v
+        fast = tuple(w.clone() for w in self._current(state, B))
+        anchor = tuple(w.clone() for w in (state.anchor if state.anchor is not None else fast))
+        momentum = tuple(m.clone() for m in state.momentum) if state.momentum is not None else \
+            tuple(torch.zeros_like(w) for w in fast)
+        return MemoryState(buffer_k, buffer_v, state.slow, fast, momentum, anchor, state.filled)
+
+    def static_step(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, state: MemoryState,
+                    slot: torch.Tensor) -> torch.Tensor:
+        """One decode token on a `static_state`: written into pending slot `slot` (a device index [1],
+        position mod C) and read with the current fast weights, with no host synchronisation.
+        q [B, 1, H, d], k, v [B, 1, Hkv, d] as in `forward`; -> [B, 1, H, d] in `self.dtype`."""
+        scale = q.shape[-1] ** -0.25
+        state.buffer_k.index_copy_(2, slot, (k.to(self.dtype) * scale).transpose(1, 2))
+        state.buffer_v.index_copy_(2, slot, v.to(self.dtype).transpose(1, 2))
+        return self._read(q.to(self.dtype) * scale, state.fast, [], 0)
+
+    def absorb_static(self, state: MemoryState, chunk_index: int) -> None:
+        """Write the full pending chunk of a `static_state` (its `chunk_index`-th chunk) exactly as
+        `forward` writes a completed chunk, keeping the fixed tensors: the new weights are copied in."""
+        fixed = (state.fast, state.momentum, state.anchor)
+        self._absorb(state, state.buffer_k[:, :, None], state.buffer_v[:, :, None], chunk_index)
+        for group_fixed, group_new in zip(fixed, (state.fast, state.momentum, state.anchor)):
+            for old, new in zip(group_fixed, group_new):
+                old.copy_(new)
+        state.fast, state.momentum, state.anchor = fixed
 
     def _current(self, state: MemoryState, batch: int) -> Weights:
         if state.fast is not None:
@@ -202,6 +269,10 @@ class NeuralMemory(nn.Module):
         B, T, H, d = q.shape
         C, Hk = self.chunk, self.kv_heads
         nq = (r + T + C - 1) // C  # chunks the queries touch
+        if nq == 1:  # one chunk's weights (decoding): no padding to a whole chunk, no chunk-sized work
+            grouped = q.view(B, T, Hk, H // Hk, d).permute(0, 2, 3, 1, 4).reshape(B, Hk, -1, d)
+            out = mlp(before, grouped).view(B, Hk, H // Hk, T, d).permute(0, 3, 1, 2, 4)
+            return out.reshape(B, T, H, d)
         weights = tuple(torch.stack([w[m] for w in [before, *timeline][:nq]], dim=2) for m in range(3))
         padded = F.pad(q, (0, 0, 0, 0, r, nq * C - r - T))  # [B, nq C, H, d], chunk-aligned
         # [B, nq, C, Hk, g, d] -> [B, Hk, nq, g C, d]: a KV head's memory reads its whole GQA group at once

@@ -7,8 +7,10 @@
 
 `TitanModules` holds exactly the trainable parameters, named `layers.<i>.memory.{w1,w2,w3}`,
 `layers.<i>.memory.{theta,eta,alpha}.{weight,bias}`, `layers.<i>.gate.{weight,bias}`,
-`layers.<i>.value_mix.{weight,bias}`; they are fp32 on the backbone's device (the memory runs in
-fp32 whatever the compute dtype). The same modules sit in the backbone's tree under
+`layers.<i>.value_mix.{weight,bias}`; they are in `method.memory_dtype` (fp32 by default, whatever
+the compute dtype; bf16 as in the authors' runs) on the backbone's device, and the memory runs in
+that dtype. The file always holds fp32 tensors (bf16 values convert exactly both ways), and
+memory_dtype is not part of what a file must match. The same modules sit in the backbone's tree under
 `model.model.layers.<i>.titan.*`, so the backbone's own tensor names never change.
 """
 
@@ -79,7 +81,7 @@ class TitanModules(nn.Module):
 
     def spec(self) -> dict:
         """What the file must match: the config (less its path) and the backbone shapes."""
-        config = {k: v for k, v in asdict(self.cfg).items() if k not in ("name", "memory_path")}
+        config = {k: v for k, v in asdict(self.cfg).items() if k not in ("name", "memory_path", "memory_dtype")}
         return {"kind": "titan", "config": config, "shapes": self.shapes}
 
     def save(self, directory: str | Path) -> None:
@@ -133,13 +135,14 @@ def _check(backbone: LayerStackBackbone, cfg: TitanConfig) -> None:
 
 def retrofit(backbone: LayerStackBackbone, cfg: TitanConfig) -> TitanModules:
     """Freeze the backbone, make the Titan modules (identity memories, gates at 5 %, closed value
-    mixers; fp32 on the backbone's device) and install a TitanLayer at every Titan index."""
+    mixers; in cfg.memory_dtype on the backbone's device) and install a TitanLayer at every Titan index."""
     _check(backbone, cfg)
     for p in backbone.model.parameters():
         p.requires_grad_(False)
     with torch.random.fork_rng(devices=[]):  # made on the CPU: the same initial values on every device
         torch.manual_seed(INIT_SEED)
-        modules = TitanModules(cfg, backbone_shapes(backbone)).to(backbone.device)
+        modules = TitanModules(cfg, backbone_shapes(backbone))  # drawn in fp32, then cast: the same values
+    modules = modules.to(backbone.device, dtype=getattr(torch, cfg.memory_dtype))
     carry = ValueCarry()
     indices = titan_layers(cfg, len(backbone.layers))
     for pos, i in enumerate(indices):

@@ -39,9 +39,13 @@ class DataConfig:
     """Where the training examples come from.
 
     `nq`: the Natural Questions-derived rows of the fine-tune collection, read from `data_path`
-    (a .jsonl, .json or .parquet file, or a folder of them) or the hub. Each row's `text_field`
-    holds the prompt (documents, then `question_marker` + question, then `answer_marker`) and the
-    answer; rows without both markers or without a `document_marker` are other sources and skipped.
+    (a .jsonl, .json or .parquet file, or a folder of them) or the hub. The collection's rows have
+    three string columns (its card: text, prompt, completion): `prompt_field` holds the instruction,
+    the documents "Document [i](Title: ...) ..." and `question_marker` + question; `completion_field`
+    holds `answer_marker` + the short answer, then `long_answer_marker` + the gold passage's text and
+    `gold_marker` + the gold document's number (the trailer); `text_field` is the two together, read
+    when a row has no prompt / completion columns. Rows without a `document_marker` before the
+    question are other sources (BookSum) and skipped.
     `ruler`: examples of memexp's RULER generator (tasks x lengths) on the training `seed`, never
     an evaluation seed; the tiny recipes use it.
     """
@@ -53,8 +57,13 @@ class DataConfig:
     document_marker: str = "Document ["  # marks an NQ multi-document row (and where documents start)
     question_marker: str = "Question:"
     answer_marker: str = "Answer:"
-    # the gold-document identifier trailer after an answer, removed (regex; memexp's reading of the layout)
+    # anything left after the short answer that names the gold document, removed (regex)
     trailer_pattern: str = r"(?i)\s*[\[(]?gold[ _-]?(?:document|doc|passage)\b[^\n]*$"
+    prompt_field: str = "prompt"
+    completion_field: str = "completion"
+    long_answer_marker: str = "Long Answer:"  # ends the short answer: the gold passage's text follows
+    gold_marker: str = "Gold Document ID:"  # the trailer: the gold document's number in "Document [n]"
+    heldout: int = 354  # no-support examples after the drawn ones, kept for diagnostics (App. C.4)
     max_context_chars: int = 16000
     min_answer_words: int = 1
     max_answer_words: int = 24
@@ -80,6 +89,7 @@ class DataConfig:
             raise ConfigError(f"recipe.data.max_answer_words={self.max_answer_words}: must be >= "
                               f"min_answer_words={self.min_answer_words}")
         _at_least("recipe.data.examples", self.examples, 1)
+        _at_least("recipe.data.heldout", self.heldout, 0)
         _at_least("recipe.data.max_target_tokens", self.max_target_tokens, 1)
         _at_least("recipe.data.samples", self.samples, 1)
         for name in ("context", "question", "answer"):

@@ -36,7 +36,7 @@ from memexp.config import ASSETS_DIR, ConfigError, portable_assets
 from memexp.methods.read_adapter import META_FILE, model_shape
 from memexp.methods.rescale import apply_rescale
 from memexp.run_identity import weights_fingerprint
-from memexp.training.notebank_lora.data import TrainExample, train_examples
+from memexp.training.notebank_lora.data import TrainExample, draw, tokenize
 from memexp.training.notebank_lora.recipe import NoteBankLoRARecipe
 
 CHECKPOINT = ".checkpoint"
@@ -75,11 +75,12 @@ def example_loss(backbone, method, lora, ex: TrainExample, replay: bool, read=No
     state = context_state.clone()
     apply_rescale(state, method.cfg.rescale)
     ids = notes + ex.question_ids + ex.target_ids[:-1]
-    with lora.enabled():
-        logits = backbone.train_forward(torch.tensor([ids], device=backbone.device), state=state)[0]
     first = len(notes) + len(ex.question_ids) - 1  # the position that predicts the first answer token
+    with lora.enabled():
+        hidden = backbone.train_hidden(torch.tensor([ids], device=backbone.device), state=state)[0]
+        logits = backbone.model.lm_head(hidden[first:])  # the scored positions only, never the whole vocabulary x replay
     target = torch.tensor(ex.target_ids, device=logits.device)
-    return F.cross_entropy(logits[first:].float(), target), len(ids)
+    return F.cross_entropy(logits.float(), target), len(ids)
 
 
 def lr_at(recipe: NoteBankLoRARecipe, step: int) -> float:
@@ -91,8 +92,16 @@ def lr_at(recipe: NoteBankLoRARecipe, step: int) -> float:
     return recipe.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+# data fields added after adapters were shipped: they only read NQ rows, so for another source they
+# are left out of the recipe's identity (a shipped RULER-trained adapter stays this recipe's)
+NQ_ONLY_FIELDS = ("prompt_field", "completion_field", "long_answer_marker", "gold_marker", "heldout")
+
+
 def semantic(recipe: NoteBankLoRARecipe) -> dict:
-    return {k: v for k, v in asdict(recipe).items() if k not in NOT_SEMANTIC}
+    out = {k: v for k, v in asdict(recipe).items() if k not in NOT_SEMANTIC}
+    if recipe.data.source != "nq":
+        out["data"] = {k: v for k, v in out["data"].items() if k not in NQ_ONLY_FIELDS}
+    return out
 
 
 def output_dir(recipe: NoteBankLoRARecipe) -> Path:
@@ -177,7 +186,9 @@ def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
     lora = attach_lora(backbone, LoRAConfig(targets=recipe.lora.targets(), rank=recipe.lora.rank,
                                             alpha=recipe.lora.alpha, dropout=recipe.lora.dropout,
                                             rows=dict(recipe.lora.rows), seed=recipe.lora.seed))
-    examples = train_examples(recipe.data, recipe.data_path, backbone.tokenizer)
+    texts = draw(recipe.data, recipe.data_path, backbone.tokenizer)
+    log(texts.summary() if recipe.data.source == "nq" else f"{len(texts.drawn)} RULER examples (all answerable)")
+    examples = [tokenize(t, recipe.data, backbone.tokenizer) for t in texts.drawn]
     params = lora.trainable_parameters()
     opt = torch.optim.AdamW(params, lr=recipe.lr, betas=tuple(recipe.betas), weight_decay=recipe.weight_decay)
     start, history = resume(out, recipe, lora, opt, weights)
@@ -218,10 +229,10 @@ def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
         if (step + 1) % recipe.log_every == 0:
             t0, window = time.perf_counter(), []
     lora.eval()
-    return finish(out, recipe, cfg, backbone, lora, examples, history, weights, log)
+    return finish(out, recipe, cfg, backbone, lora, examples, history, weights, log, texts.counts())
 
 
-def finish(out: Path, recipe, cfg, backbone, lora, examples, history, weights, log) -> dict:
+def finish(out: Path, recipe, cfg, backbone, lora, examples, history, weights, log, pool: dict | None = None) -> dict:
     """Write the adapter folder (tensors, spec, notebank_lora.json) and drop the checkpoint."""
     digest = save_adapters(lora, out)
     record = {
@@ -235,6 +246,7 @@ def finish(out: Path, recipe, cfg, backbone, lora, examples, history, weights, l
         "recipe": asdict(recipe), "recipe_semantic": semantic(recipe),
         "steps": len(history), "examples": len(examples),
         "answerable": sum(ex.text.answerable for ex in examples),
+        "pool": pool,  # PoolDraw.counts(): the pool and the draw as found (App. C.4: 5,855 = 4,157 + 1,698; 2,400 = 1,722 + 678)
         "tokens": sum(r["tokens"] for r in history),
         "loss_first": history[0]["loss"] if history else None, "loss_last": history[-1]["loss"] if history else None,
         "history": history, "content_hash": digest,

@@ -116,6 +116,11 @@ class TitanLlamaRecipe:
         _optional_at_least("recipe.stop_after", self.stop_after, 1)
         _choice("recipe.wandb", self.wandb, WANDB_MODES)
         _existing_path("recipe.init_from", self.init_from)
+        if self.method.get("memory_dtype", "float32") != "float32":
+            # AdamW on bf16 parameters would round every update away; the authors keep fp32 master
+            # copies in their optimizer (fp32_adamw.py), memexp keeps the modules themselves in fp32
+            raise ConfigError(f"recipe.method.memory_dtype={self.method['memory_dtype']!r}: training keeps the Titan "
+                              f"modules in float32; the authors' bfloat16 is for evaluation (method.memory_dtype)")
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
             raise ConfigError(f"recipe.betas={list(self.betas)}: two numbers in [0, 1)")
         if self.grad_clip < 0 or self.weight_decay < 0:

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from memexp.training.loss import IGNORE
 from memexp.training.titan_llama.config import Source, Stage, TitanLlamaRecipe
 
-IGNORE = -100
 QUALITY_SEED = 271828  # the code's shuffle of QuALITY's questions
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ROLES = {"human": "user", "user": "user", "prompter": "user", "instruction": "user", "input": "user",
@@ -237,9 +237,10 @@ def gold_sft(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Iterator
 
 
 def quality_sequence(fmt: Formatter, article: str, q: dict, max_len: int) -> Sequence:
-    choices = "\n".join(f"{LETTERS[i]}. {o.strip()}" for i, o in enumerate(q["options"]))
-    query = f"Question: {q['question']}\nChoices:\n{choices}\nAnswer:"
-    prompt = fmt.tok.encode(f"{article}\n\n{query}" if article else query)
+    from memexp.benchmarks.quality import titan_sft_context, titan_sft_prompt
+
+    query = titan_sft_prompt(q["question"], q["options"])  # what bench.prompt=titan_sft evaluates
+    prompt = fmt.tok.encode(titan_sft_context(article) + query if article else query)
     answer = fmt.tok.encode(f" {LETTERS[int(q['gold_label']) - 1]}")
     prompt = prompt[-(max_len - len(answer)):]  # the tail: the question and its choices
     return Sequence(prompt + answer, [IGNORE] * len(prompt) + answer)

@@ -21,9 +21,9 @@ from memexp.training.titan_llama.train import (
     build,
     lr_at,
     micro_batches,
-    next_token_loss,
     save_checkpoint,
 )
+from memexp.training.loss import next_token_loss
 
 MODULES = "modules"
 CHECKPOINT = "checkpoint.pt"
@@ -77,7 +77,8 @@ def train_stage(ctx: dict, stage: Stage, budget: Budget) -> dict:
         for _ in range(accum):
             ids, labels = next(batches)
             ids, labels = ids.to(backbone.device), labels.to(backbone.device)
-            loss, acc = next_token_loss(backbone.train_forward(ids), labels)
+            # from the hidden states, projected a chunk at a time: never [B, T, vocab] logits at once
+            loss, acc = next_token_loss(backbone.train_hidden(ids), backbone.model.lm_head, labels)
             (loss / accum).backward()
             loss_sum, acc_sum, tokens, consumed = loss_sum + loss.item() / accum, acc_sum + acc / accum, \
                 tokens + ids.numel(), consumed + 1

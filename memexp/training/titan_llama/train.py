@@ -3,9 +3,15 @@
 The backbone is frozen and retrofitted (memexp.methods.titan.retrofit); the outer loss is the
 next-token cross entropy of `backbone.train_forward` through the memories' inner updates (the
 code's detach_inner_grads=false), mean over the supervised tokens of each micro-batch, averaged
-over the gradient-accumulation steps. AdamW (recipe.betas, weight_decay) on the Titan modules, which
-are fp32 whatever the backbone's dtype (the code's fp32 master weights), gradient clip
-recipe.grad_clip, the stage's warmup + cosine schedule.
+over the gradient-accumulation steps. AdamW (recipe.betas, weight_decay) on the Titan modules, gradient
+clip recipe.grad_clip, the stage's warmup + cosine schedule.
+
+Precision: memexp trains the Titan modules in fp32 and the memory computes in fp32 whatever the
+backbone's dtype (method.memory_dtype=float32, the only value a recipe takes). The authors' code does
+not: its whole model, Titan layers included, runs in bf16 (TrainingConfig.model_dtype='bfloat16'), and
+only its optimizer keeps fp32 master weights and moments (fp32_adamw.py FP32AdamW, "model compute dtype
+unchanged"). Their modules therefore saw bf16 forward and inner-update arithmetic; evaluating their
+checkpoint in that precision is method.memory_dtype=bfloat16.
 
 Run folder (recipe.output), one sub-folder per stage:
   <stage>/checkpoint.pt   modules, optimizer, step and sequences consumed; written atomically every
@@ -30,13 +36,11 @@ from pathlib import Path
 from typing import Iterator
 
 import torch
-import torch.nn.functional as F
 
 from memexp.config import _build
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import IGNORE
 
-LOSS_CHUNK = 512  # positions per cross-entropy piece (the code's lm_logit_chunk_size): bounds the fp32 copy
 
 
 def lr_at(stage: Stage, step: int, total: int) -> float:
@@ -68,21 +72,6 @@ def micro_batches(stream: Iterator, stage: Stage, recipe: TitanLlamaRecipe, pad_
             labels[b, :len(s.labels)] = torch.tensor(s.labels[:T])
         group = []
         yield ids, labels
-
-
-def next_token_loss(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """Mean cross entropy of logits[:, t] against labels[:, t + 1] over supervised targets, and the
-    share of them predicted right. logits [B, T, V], labels [B, T]."""
-    logits, targets = logits[:, :-1], labels[:, 1:]
-    count = (targets != IGNORE).sum()
-    if count == 0:
-        return logits.sum() * 0.0, 0.0
-    total, hits = logits.new_zeros((), dtype=torch.float32), 0
-    for s in range(0, targets.shape[1], LOSS_CHUNK):
-        piece, y = logits[:, s:s + LOSS_CHUNK].float(), targets[:, s:s + LOSS_CHUNK]
-        total = total + F.cross_entropy(piece.flatten(0, 1), y.flatten(), ignore_index=IGNORE, reduction="sum")
-        hits += ((piece.argmax(-1) == y) & (y != IGNORE)).sum().item()
-    return total / count, hits / count.item()
 
 
 class Dist:

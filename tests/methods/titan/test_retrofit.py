@@ -3,7 +3,7 @@ file and its mismatch errors, the converter from the authors' names, config erro
 
 import pytest
 import torch
-from titan_helpers import SEGMENT, ids, tiny_llama, titan
+from titan_helpers import SEGMENT, authors_checkpoint, ids, tiny_llama, titan
 
 from memexp.app import load_config
 from memexp.backbones.attention.model import AttentionBackbone, AttentionConfig, LlamaForCausalLM
@@ -88,28 +88,6 @@ def test_retrofit_refuses_what_it_cannot_convert():
     bb, _ = titan()
     with pytest.raises(ConfigError, match=r"not a Llama-style attention backbone with untouched layers"):
         retrofit(bb, TitanConfig())
-
-
-def authors_checkpoint(value_mix=True):
-    """A state dict in the authors' naming (titan_llama.py), inside a training checkpoint, with the
-    backbone's own tensors and the segmented attention's copies of them beside the Titan ones."""
-    g = torch.Generator().manual_seed(3)
-    sd = {"backbone.model.embed_tokens.weight": torch.randn(258, 64, generator=g)}
-    for i in range(3):
-        p = f"backbone.model.layers.{i}."
-        sd[p + "self_attn.q_proj.weight"] = torch.randn(64, 64, generator=g)
-        sd[p + "segmented_attn.to_q.weight"] = torch.randn(64, 64, generator=g)
-        for j in range(3):
-            sd[p + f"neural_memory.memory_model_parameters.{j}"] = torch.randn(2, 16, 16, generator=g)
-        for name in ("to_adaptive_step", "to_momentum", "to_decay_factor"):
-            sd[p + f"neural_memory.{name}.0.weight"] = torch.randn(2, 32, generator=g)
-            sd[p + f"neural_memory.{name}.0.bias"] = torch.randn(2, generator=g)
-        sd[p + "neural_memory.history_mix"] = torch.randn(4, 16, generator=g)
-        sd[p + "neural_memory.history_mix_proj.weight"] = torch.randn(64, 64, generator=g)
-        if value_mix and i > 0:
-            sd[p + "segmented_attn.to_learned_v_mix.0.weight"] = torch.randn(2, 64, generator=g)
-            sd[p + "segmented_attn.to_learned_v_mix.0.bias"] = torch.randn(2, generator=g)
-    return {"model_state_dict": sd, "step": 200, "optimizer": {"lr": 1e-4}}
 
 
 def test_converter_maps_the_authors_names_onto_memexps(tmp_path):
