@@ -225,7 +225,8 @@ def test_bf16_with_lora_adapters_matches_fp32(arch):
 # chunks and spans, Titan's segments and layer count; a schema takes those of its fields it has
 # with a default of the same type (NoteBank's `layers` is a list) and keeps its other defaults.
 SMALL = {"chunk_size": 64, "window": 8, "tail": 8, "span_budget": 16, "address_dim": 4,
-         "segment_length": 16, "test_batch": 32, "layers": 2}
+         "segment_length": 16, "test_batch": 32, "layers": 2,
+         "block_size": 8, "n_init": 8, "n_local": 32, "topk": 2, "repr_topk": 2, "exc_block_size": 16}
 CONTEXT = " ".join(f"Fact {i}: the code for item {i} is {7 * i + 3}." for i in range(8))
 QUESTIONS = [f"What is the code for item {i}?" for i in (1, 4, 6)]
 NEW_TOKENS = 6
