@@ -21,19 +21,7 @@ from memexp.report import labels as lb
 from memexp.report.paper import PaperTable
 from memexp.report.runs import Cell, Run, added_flops_percent, mean_context_tokens
 from memexp.report.tables import Sweep, Table, ordered, row_labels
-
-Z95 = 1.959964  # two-sided 95 % normal quantile
-
-
-def wilson(score: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """95 % Wilson score interval (percent) of a proportion `score` % over n trials. Fractional
-    per-question scores (RULER's partial matches, F1) are treated as the proportion they average to."""
-    p = min(max(score / 100.0, 0.0), 1.0)
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return 100.0 * (centre - half), 100.0 * (centre + half)
-
+from memexp.results.stats import wilson
 
 def _pyplot():
     import matplotlib
@@ -101,7 +89,7 @@ def _paper_length_rows(paper, bench: str, runs: list[Run], lengths: list[str], t
     backbones = {r.backbone for r in runs}
     rows = []
     for t in paper:
-        if t.bench == bench and (t.backbone is None or t.backbone in backbones):
+        if t.bench in {r.bench for r in runs} and (t.backbone is None or t.backbone in backbones):
             rows += [(t.label(k), {c: Cell(v) for c, v in cols.items() if c in lengths})
                      for k, cols in t.rows.items() if set(cols) & set(lengths)]
     return rows
