@@ -204,11 +204,3 @@ def added_flops_percent(run: Run) -> dict[str, float]:
         s[0] += c["added_flops"]
         s[1] += c["plain_flops"]
     return {n: 100.0 * a / p for n, (a, p) in sums.items()}
-
-
-def mean_context_tokens(run: Run) -> dict[str, float]:
-    tok: dict[str, list[int]] = {}
-    for rec in run.records:
-        if "context" in (rec.get("tokens") or {}):
-            tok.setdefault(str(rec["length"]), []).append(rec["tokens"]["context"])
-    return {n: sum(v) / len(v) for n, v in tok.items()}
