@@ -401,8 +401,16 @@ def _job_subdir(mode: object) -> str | None:
     return ".hydra" if getattr(mode, "name", str(mode)).endswith("MULTIRUN") else None
 
 
+def _help_groups() -> str:
+    """`run --help`'s groups: the ones a user chooses (GROUPS), without schemas, backbone-specific
+    defaults or a preset's paper numbers, which Hydra's own $APP_CONFIG_GROUPS would list."""
+    return "\n".join(f"{group}: {', '.join(group_options(group))}" for group in GROUPS)
+
+
 if not OmegaConf.has_resolver("memexp_job_subdir"):
     OmegaConf.register_new_resolver("memexp_job_subdir", _job_subdir)
+if not OmegaConf.has_resolver("memexp_help_groups"):
+    OmegaConf.register_new_resolver("memexp_help_groups", _help_groups)
 
 # Composing conf/ through Hydra's own API (initialize_config_dir + compose, a launcher's worker)
 # needs the schemas the YAMLs name: importing memexp.app stores them. `compose` and `hydra_run`

@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
 
     p = argparse.ArgumentParser(prog="python -m memexp browse", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="example: python -m memexp browse outputs/runs --where method.name=notebank")
+                                epilog="Example: python -m memexp browse outputs/runs --where method.name=notebank")
     p.add_argument("roots", nargs="*", default=["outputs/runs"], help="run, run-root or sweep folders")
     p.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
                    help="only runs whose config field equals (or with !=, differs from) the value; repeatable")
