@@ -14,7 +14,7 @@ from memexp.records import run_folder
 
 FIELDS = {"run": "max_examples", "train": "stages.0.steps", "cost": "question_tokens=N", "latency": "repeats=N",
           "data": "bench:", "ls": "memexp ls", "report": "--markdown", "dashboard": "--entity",
-          "lm-eval": "--model_args", "browse": "--where"}
+          "lm-eval": "--model_args", "browse": "--where", "convert": "mamba2-megatron"}
 
 
 def cli(argv):
