@@ -378,6 +378,7 @@ def hydra_run(argv: list[str]) -> int:
         os.environ["COMP_LINE"] = re.sub(r"^(\S*memexp)\s+run\b", r"\1", os.environ["COMP_LINE"])
 
     store_options()
+    _quiet_optuna(args.overrides)
     saved = sys.argv
     # the name shell completion installs for: the `memexp` console script (with `run` added back
     # by memexp.__main__ when a completion query arrives without it)
@@ -389,6 +390,17 @@ def hydra_run(argv: list[str]) -> int:
     finally:
         sys.argv = saved
     return 0
+
+
+def _quiet_optuna(overrides: list[str]) -> None:
+    """Optuna logs its study's creation and every trial at INFO on its own handler; Hydra's
+    sweeper already prints the trials and the best values."""
+    if any(o.startswith(("hparams_search=", "hydra/sweeper=optuna", "+hparams_search=")) for o in overrides):
+        try:
+            import optuna
+        except ImportError:
+            return
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def to_yaml(cfg: DictConfig) -> str:
