@@ -144,9 +144,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    from memexp.tracking import has_wandb_credentials
-
     from memexp.paths import under_root
+    from memexp.tracking import has_wandb_credentials
 
     args = _parser().parse_args(argv)
     benches = benches_from_args(args.bench) if args.bench else benches_from_runs(under_root(args.runs))

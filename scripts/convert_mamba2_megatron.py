@@ -10,9 +10,7 @@ The converter is memexp.convert.mamba2_megatron, which its docstring describes; 
 
 import sys
 
-# the converter's parts, for tests that load this script
-from memexp.convert.mamba2_megatron import (  # noqa: F401
-    RENAMES, main, mamba_ssm_config, megatron_state_dict, rename, write_tokenizer)
+from memexp.convert.mamba2_megatron import main, write_tokenizer  # noqa: F401 (write_tokenizer: for tests)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
@@ -35,12 +34,10 @@ def main(argv: list[str]) -> int:
         return 2
     runs = find_runs(roots)
     if args.where:
-        from memexp.results.frame import select
+        from memexp.report.query import where_runs
 
-        try:
-            runs = [r for r, _ in select(runs, args.where)]
-        except (KeyError, ValueError) as e:
-            print(f"memexp: browse: {e.args[0]}", file=sys.stderr)
+        runs = where_runs(runs, args.where, "browse")
+        if runs is None:
             return 2
     if not runs:
         print(f"memexp: browse: no run folders under {', '.join(map(str, roots))}", file=sys.stderr)

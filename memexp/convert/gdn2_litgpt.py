@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from pathlib import Path
 
 import torch
@@ -23,16 +22,12 @@ from safetensors.torch import save_file
 
 from memexp.backbones.gdn2.model import GDN2Config, read_litgpt_state_dict
 from memexp.backbones.loading import TOKENIZER_FILES, resolve_pretrained
+from memexp.convert.tokenizer_files import copy_tokenizer_files
 
 
 def copy_tokenizer(source: str, out: Path) -> list[str]:
     directory = resolve_pretrained(source, patterns=TOKENIZER_FILES)
-    copied = []
-    for pattern in TOKENIZER_FILES:
-        for f in directory.glob(pattern):
-            shutil.copy(f, out / f.name)
-            copied.append(f.name)
-    return copied
+    return copy_tokenizer_files(directory, out)
 
 
 def main(argv: list[str] | None = None) -> int:

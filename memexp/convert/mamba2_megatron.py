@@ -36,8 +36,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from memexp.backbones.loading import TOKENIZER_FILES
 from memexp.backbones.mamba2.model import Mamba2Config
+from memexp.convert.tokenizer_files import copy_tokenizer_files
 
 RENAMES = [
     (r"^embedding\.word_embeddings\.weight$", "backbone.embedding.weight"),
@@ -97,12 +97,7 @@ def write_tokenizer(source: Path, out: Path) -> list[str]:
     """Copy a tokenizer directory's files, or install a SentencePiece model as tokenizer.model
     with a Llama-style config (no BOS/EOS added) and try to convert it to tokenizer.json."""
     if source.is_dir():
-        copied = []
-        for pattern in TOKENIZER_FILES:
-            for f in source.glob(pattern):
-                shutil.copy(f, out / f.name)
-                copied.append(f.name)
-        return copied
+        return copy_tokenizer_files(source, out)
     shutil.copy(source, out / "tokenizer.model")
     config = {"tokenizer_class": "LlamaTokenizer", "add_bos_token": False, "add_eos_token": False, "legacy": True,
               "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}

@@ -123,16 +123,11 @@ def main(argv: list[str]) -> int:
               f"{', '.join(args.roots)}", file=sys.stderr)
         return 1
     if args.where:
-        from memexp.results.frame import select
+        from memexp.report.query import where_runs
 
-        try:
-            runs = [r for r, _ in select(runs, args.where)]
-        except (KeyError, ValueError) as e:
-            print(f"memexp: report: {e.args[0]}", file=sys.stderr)
-            return 2
+        runs = where_runs(runs, args.where, "report")
         if not runs:
-            print(f"memexp: report: no run matches --where {' '.join(args.where)}", file=sys.stderr)
-            return 1
+            return 2 if runs is None else 1
     if args.by or args.label or args.csv:
         return _query(runs, args)
     groups = by_bench(runs)

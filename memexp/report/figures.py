@@ -23,6 +23,7 @@ from memexp.report.runs import Cell, Run, added_flops_percent
 from memexp.report.tables import INCOMPLETE, Sweep, Table, ordered
 from memexp.results.stats import wilson
 
+
 def _pyplot():
     import matplotlib
 

@@ -9,6 +9,7 @@ format (one line per group x task x length, with n and the Wilson interval).
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -17,6 +18,23 @@ from memexp.report.tables import Table, ordered
 from memexp.results.stats import ALL, NEVER_POOLED, group_keys, summarize
 
 _FIELD = re.compile(r"\{([^{}]+)\}")
+
+
+def where_runs(runs: list, where: list[str], command: str) -> list | None:
+    """The runs `--where` keeps; None (the reason printed) for a field no run has or a malformed
+    condition; an empty list (said) when none matches."""
+    if not where:
+        return runs
+    from memexp.results.frame import select
+
+    try:
+        kept = [r for r, _ in select(runs, where)]
+    except (KeyError, ValueError) as e:
+        print(f"memexp: {command}: {e.args[0]}", file=sys.stderr)
+        return None
+    if not kept:
+        print(f"memexp: {command}: no run matches --where {' '.join(where)}", file=sys.stderr)
+    return kept
 
 
 def row_label(template: str | None, fields: dict) -> str:
