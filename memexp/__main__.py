@@ -7,6 +7,8 @@
   latency  measured Plain vs NoteBank latency and peak memory (App. C.5)
   data     download and cache a benchmark's data for offline runs
   report   the papers' tables (Markdown, CSV, LaTeX) and figures from run and sweep folders
+  browse   one self-contained HTML page: summary tables and every question's notes, votes and answer
+  convert  checkpoint converters (mamba2-megatron for backbone=mamba2_8b, gdn2-litgpt)
   dashboard  create or update a W&B workspace with memexp's panels (offline: print and save the spec)
   lm-eval  lm-evaluation-harness with --model memexp (lm-eval's run arguments; pip install -e ".[lmeval]")
 
@@ -131,6 +133,18 @@ def _report(argv: list[str]) -> int:
     return report_main(argv)
 
 
+def _browse(argv: list[str]) -> int:
+    from memexp.browse import main as browse_main
+
+    return browse_main(argv)
+
+
+def _convert(argv: list[str]) -> int:
+    from memexp.convert import main as convert_main
+
+    return convert_main(argv)
+
+
 def _dashboard(argv: list[str]) -> int:
     from memexp.dashboard import main as dashboard_main
 
@@ -150,7 +164,7 @@ def _help(command: str) -> str:
 
 
 COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report,
-            "dashboard": _dashboard, "lm-eval": _lm_eval}
+            "browse": _browse, "convert": _convert, "dashboard": _dashboard, "lm-eval": _lm_eval}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["run", *argv]
     command, rest = argv[0], argv[1:]
     # run's help is Hydra's (its template in conf/config.yaml); report's is its argparse's
-    if command not in ("run", "report") and any(a in ("-h", "--help") for a in rest):
+    if command not in ("run", "report", "browse", "convert") and any(a in ("-h", "--help") for a in rest):
         if command in COMMANDS:
             print(_help(command))
             return 0

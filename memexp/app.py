@@ -46,13 +46,22 @@ def _is_paper_numbers(stem: str) -> bool:
     return stem.endswith(".paper")
 
 
-_FIELD_OVERRIDE = re.compile(r"^(backbone|method|bench|logger)\.[A-Za-z_][\w.]*=")
+_GROUP_FIELD = re.compile(r"^(backbone|method|bench|logger)\.[A-Za-z_][\w.]*$")
 
 
-def schema_overrides(overrides: list[str]) -> list[str]:
-    """Let `group.field=value` set any schema field, also one its YAML leaves at the default
-    (`++` adds or overrides); `validate` then rejects fields the schema does not have."""
-    return ["++" + o if _FIELD_OVERRIDE.match(o) else o for o in overrides]
+def _unaddressable_message(key: str, overrides: list[str], config_name: str, where: dict) -> str | None:
+    """Every schema field is in the composed config (each conf/ YAML composes its schema's defaults),
+    so `group.field=value` reaches Hydra as typed; a key Hydra cannot override is either a field the
+    schema lacks (validate names the allowed fields) or a new key of a free-form dict
+    (backbone.model), which Hydra adds with `+`."""
+    if not _GROUP_FIELD.match(key):
+        return None
+    probe = ["++" + o if o.lstrip("+~").partition("=")[0] == key else o for o in overrides]
+    try:
+        validate(compose(probe, config_name, **where))
+    except ConfigError as e:
+        return str(e)
+    return f"{key}: not set by the chosen option; add it with +{key}=..."
 
 
 def store_options() -> None:
@@ -97,13 +106,20 @@ def compose(overrides: list[str], config_name: str = "config", config_dir: str |
     GlobalHydra.instance().clear()
     try:
         hydra = Hydra.create_main_hydra2(task_name="memexp", config_search_path=search_path(config_dir, config_path))
-        cfg = hydra.compose_config(config_name, schema_overrides(overrides), run_mode=RunMode.RUN)
+        cfg = hydra.compose_config(config_name, overrides, run_mode=RunMode.RUN)
     except ConfigError:
         raise
     except Exception as e:
-        raise ConfigError(_hydra_message(e, overrides)) from None
+        error = e
+    else:
+        error = None
     finally:
         GlobalHydra.instance().clear()
+    if error is not None:
+        where = {"config_dir": config_dir, "config_path": config_path}
+        key = _unknown_key(error)
+        message = key and _unaddressable_message(key, overrides, config_name, where)
+        raise ConfigError(message or _hydra_message(error, overrides)) from None
     return cfg if with_hydra else _without_hydra(cfg)
 
 
@@ -219,6 +235,15 @@ def _without_hydra(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
+def _unknown_key(e: Exception) -> str | None:
+    """The key of an override Hydra could not apply because the config has no such key."""
+    cause = e.__cause__
+    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and getattr(cause, "full_key", None):
+        return cause.full_key
+    m = re.search(r"Could not override '([^']+)'", str(e))
+    return m.group(1) if m else None
+
+
 def _hydra_message(e: Exception, overrides: list[str]) -> str:
     """One line from Hydra's multi-line composition errors."""
     text = str(e)
@@ -299,9 +324,7 @@ def run_job(cfg: DictConfig) -> float:
                       labels=label_overrides(hc.overrides.task, _swept() if multirun else None))
         return metric_value(summary, rc.metric)
     except BaseException as e:  # one line for what the user can fix (memexp.errors); bugs re-raise
-        # sys.argv holds the overrides as hydra_run rewrote them (++field=value); the user typed field=value
-        typed = [a[2:] if a.startswith("++") else a for a in sys.argv[1:]]
-        raise SystemExit(exit_code(e, command_line("run", typed))) from None
+        raise SystemExit(exit_code(e, command_line("run", sys.argv[1:]))) from None
 
 
 SWEPT_ENV = "MEMEXP_SWEPT_KEYS"  # the fields a sweep varies, handed to its jobs (W&B run names)
@@ -372,10 +395,11 @@ def hydra_run(argv: list[str]) -> int:
         os.environ["COMP_LINE"] = re.sub(r"^(\S*memexp)\s+run\b", r"\1", os.environ["COMP_LINE"])
 
     store_options()
+    _quiet_optuna(args.overrides)
     saved = sys.argv
     # the name shell completion installs for: the `memexp` console script (with `run` added back
     # by memexp.__main__ when a completion query arrives without it)
-    sys.argv = ["memexp", *schema_overrides(flags_first(argv, args.overrides))]
+    sys.argv = ["memexp", *flags_first(argv, args.overrides)]
     try:
         hydra.main(version_base="1.3", config_path=PRIMARY, config_name="config")(run_job)()
     except SystemExit as e:
@@ -383,6 +407,17 @@ def hydra_run(argv: list[str]) -> int:
     finally:
         sys.argv = saved
     return 0
+
+
+def _quiet_optuna(overrides: list[str]) -> None:
+    """Optuna logs its study's creation and every trial at INFO on its own handler; Hydra's
+    sweeper already prints the trials and the best values."""
+    if any(o.startswith(("hparams_search=", "hydra/sweeper=optuna", "+hparams_search=")) for o in overrides):
+        try:
+            import optuna
+        except ImportError:
+            return
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def to_yaml(cfg: DictConfig) -> str:
@@ -395,8 +430,16 @@ def _job_subdir(mode: object) -> str | None:
     return ".hydra" if getattr(mode, "name", str(mode)).endswith("MULTIRUN") else None
 
 
+def _help_groups() -> str:
+    """`run --help`'s groups: the ones a user chooses (GROUPS), without schemas, backbone-specific
+    defaults or a preset's paper numbers, which Hydra's own $APP_CONFIG_GROUPS would list."""
+    return "\n".join(f"{group}: {', '.join(group_options(group))}" for group in GROUPS)
+
+
 if not OmegaConf.has_resolver("memexp_job_subdir"):
     OmegaConf.register_new_resolver("memexp_job_subdir", _job_subdir)
+if not OmegaConf.has_resolver("memexp_help_groups"):
+    OmegaConf.register_new_resolver("memexp_help_groups", _help_groups)
 
 # Composing conf/ through Hydra's own API (initialize_config_dir + compose, a launcher's worker)
 # needs the schemas the YAMLs name: importing memexp.app stores them. `compose` and `hydra_run`

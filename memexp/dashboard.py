@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memexp.config import ConfigError, LoggerConfig
+from memexp.config import ConfigError, LoggerConfig, PathsConfig
 
 SWEEP_AXES = (("W", "method.write_budget"), ("R", "method.replay_budget"), ("B", "method.span_budget"),
               ("C", "method.chunk_size"))
@@ -133,24 +133,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entity", help="W&B entity (default: your default entity)")
     p.add_argument("--project", default=LoggerConfig.project, help="W&B project (default: %(default)s)")
     p.add_argument("--name", default="memexp", help="the workspace's name (default: %(default)s)")
-    p.add_argument("--runs", default="outputs/runs", help="run folders whose summaries name the tasks")
+    p.add_argument("--runs", default=PathsConfig.runs,
+                   help="run folders whose summaries name the tasks (default: %(default)s under $MEMEXP_ROOT)")
     p.add_argument("--bench", action="append", default=[], metavar="NAME[:task,task]",
                    help="benchmarks (and tasks) to lay out instead of those found under --runs")
     p.add_argument("--url", help="update this existing workspace (its URL) instead of creating a new one")
-    p.add_argument("--out", default="outputs/dashboard.json", help="where the spec is saved (default: %(default)s)")
+    p.add_argument("--out", default="outputs/dashboard.json",
+                   help="where the spec is saved (default: %(default)s under $MEMEXP_ROOT)")
     return p
 
 
 def main(argv: list[str]) -> int:
+    from memexp.paths import under_root
     from memexp.tracking import has_wandb_credentials
 
     args = _parser().parse_args(argv)
-    benches = benches_from_args(args.bench) if args.bench else benches_from_runs(Path(args.runs))
+    benches = benches_from_args(args.bench) if args.bench else benches_from_runs(under_root(args.runs))
     if not benches:
         raise ConfigError(f"--runs {args.runs}: no run folders with results; run something first or name "
                           "benchmarks with --bench NAME[:task,task]")
     spec = dashboard_spec(benches, args.name)
-    out = Path(args.out)
+    out = under_root(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(spec, indent=2) + "\n")
     mode = os.environ.get("WANDB_MODE")

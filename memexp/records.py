@@ -31,7 +31,7 @@ class Record:
     """One answered question: one line of records.jsonl.
 
     The field order is the JSON key order of the line; the optional fields (`question`,
-    `costs`, `source`) are left out of the line when None, so records written before they existed load
+    `costs`, `source`, `context_excerpts`) are left out of the line when None, so records written before they existed load
     and compare unchanged. The identity, task, length and score are what a
     summary needs; the rest default to empty so a record made by hand (a test, another tool)
     may leave them out.
@@ -51,6 +51,8 @@ class Record:
     method_stats: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable method figures
     costs: dict[str, Any] | None = None  # memexp.costs per-record figures, or {"error": ...}
     source: str | None = None  # Example.source: the text is a stand-in for the benchmark's data (None: its own)
+    # the context around each reference answer (memexp.excerpts), for a question view; None: not kept
+    context_excerpts: list[dict[str, Any]] | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -69,7 +71,7 @@ class Record:
 
 
 _RECORD_FIELDS = frozenset(f.name for f in fields(Record))
-_OPTIONAL = ("question", "costs", "source")
+_OPTIONAL = ("question", "costs", "source", "context_excerpts")
 
 
 def config_hash(cfg_dict: dict) -> str:

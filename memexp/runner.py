@@ -23,6 +23,7 @@ from memexp.benchmarks.base import Benchmark, Example, Question
 from memexp.benchmarks.skipped_rows import SkippedRows, collecting
 from memexp.config import RunConfig
 from memexp.errors import RunInterrupted
+from memexp.excerpts import context_excerpts
 from memexp.methods.base import Answer, Memory
 from memexp.records import Record, RunFolder, folder_path, format_table, run_folder, summarize  # noqa: F401 (re-exported)
 from memexp.run_identity import run_key, write_provenance
@@ -181,6 +182,7 @@ def answer_record(ex: Example, q: Question, prediction: str, score: float, conte
         references=q.references, score=score, metric=q.metric, tokens={"context": context_tokens, **answer.tokens},
         seconds={"read": read_seconds, **{f"read/{k}": v for k, v in memory.seconds.items()}, **answer.seconds},
         method_stats={**memory.stats, **answer.stats}, source=ex.source,
+        context_excerpts=context_excerpts(ex.context, q.references) or None,
     )
 
 

@@ -9,6 +9,11 @@ What a run shows (the names the dashboard, memexp.dashboard, builds its panels o
 - history, one row per context length, x-axis `length` (`define_metric`): `<bench>/<task>/score`,
   `<bench>/mean/score`, `<bench>/added_flops_ratio`; logged once, by the process that completes
   the run, so a resumed run has no repeated points;
+- a process that adds no record to a run whose last logged state (`wandb_state.json` in the run
+  folder: records, complete, last step) is unchanged starts no W&B run at all; one that resumes
+  logs at the steps after the last one logged, so the offline runs of one run folder
+  (`<run folder>/wandb/offline-run-<time>-<id>/`, one per process) synced in time order
+  (`wandb sync <run folder>/wandb/offline-run-*`) continue one history;
 - summary: `<bench>/<task>/<length>/score` and `/n` for every cell, `<bench>/<task>/score`,
   `<bench>/mean/<length>/score`, `<bench>/overall/score`, costs, `memexp/complete`;
 - table `<bench>/records`: every question of the run, rebuilt from records.jsonl at finish (so it
@@ -25,10 +30,14 @@ from __future__ import annotations
 import json
 import netrc
 import os
+import secrets
+import string
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from memexp.atomic import atomic_write
 from memexp.config import LoggerConfig
 from memexp.records import Record, RunFolder
 
@@ -102,63 +111,120 @@ class NullSink:
         pass
 
 
+STATE_FILE = "wandb_state.json"
+
+
+@dataclass
+class LoggedState:
+    """What the W&B run of a run folder holds so far, kept beside the records."""
+
+    records: int = -1  # questions in the run at the last finish (-1: never finished)
+    complete: bool = False
+    step: int = -1  # the last history step logged
+
+    @classmethod
+    def read(cls, folder: RunFolder) -> LoggedState:
+        try:
+            return cls(**json.loads(folder.read_text(STATE_FILE) or "{}"))
+        except (TypeError, ValueError):  # unreadable: log as if nothing were logged yet
+            return cls()
+
+    def write(self, folder: RunFolder) -> None:
+        atomic_write(folder.path / STATE_FILE, json.dumps(asdict(self)))
+
+
 class WandbSink:
-    """One W&B run per run folder (resumed by id); see the module docstring for what it logs."""
+    """One W&B run per run folder (resumed by id); see the module docstring for what it logs.
+    The W&B run starts with the first thing to log, so a process with nothing new starts none."""
 
     def __init__(self, cfg: LoggerConfig, run_dir: Path, config: dict, group: str | None = None,
                  run_id: str | None = None, labels: list[str] | None = None,
                  expected_examples: int | None = None) -> None:
         self.run = None
+        self.failed = False
+        self.cfg, self.config, self.group, self.labels = cfg, config, group, labels or []
         self.folder = RunFolder(run_dir)
         self.bench = config["bench"]["name"]
         self.expected_examples = expected_examples
-        self.tags = run_tags(config, labels or [], cfg.tags)
+        self.tags = run_tags(config, self.labels, cfg.tags)
+        self.state = LoggedState.read(self.folder)
         self.logged = len(self.folder.load_records())  # questions already recorded by earlier processes
+        self.added = 0
+        self.id = run_id
         try:
             import wandb
 
             self._wandb = wandb
-            self.run = wandb.init(
-                project=cfg.project, entity=cfg.entity, group=cfg.group or group, name=run_name(config, labels or []),
-                tags=self.tags, config={**config, "run_folder": str(run_dir)}, dir=str(run_dir), mode=resolve_mode(cfg),
-                job_type="eval", id=run_id, resume="allow", reinit="finish_previous",
-                settings=wandb.Settings(init_timeout=30, silent=True),
-            )
-            self.run.define_metric("progress/questions")
-            self.run.define_metric("progress/*", step_metric="progress/questions")
-        except Exception as e:  # any W&B failure leaves the local records as the result
-            print(f"[memexp] W&B unavailable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
-                  "continuing with local records only", file=sys.stderr)
-            self.run = None
+            # chosen here, not by wandb.init, so that it is known before (and without) a W&B run
+            self.id = run_id or "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(8))
+        except Exception as e:
+            self._unavailable(e)
+
+    def _unavailable(self, e: Exception) -> None:
+        """Any W&B failure leaves the local records as the result."""
+        print(f"[memexp] W&B unavailable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+              "continuing with local records only", file=sys.stderr)
+        self.failed = True
+
+    def _start(self) -> bool:
+        if self.run is None and not self.failed:
+            try:
+                self.run = self._wandb.init(
+                    project=self.cfg.project, entity=self.cfg.entity, group=self.cfg.group or self.group,
+                    name=run_name(self.config, self.labels), tags=self.tags,
+                    config={**self.config, "run_folder": str(self.folder.path)}, dir=str(self.folder.path),
+                    mode=resolve_mode(self.cfg), job_type="eval", id=self.id, resume="allow",
+                    reinit="finish_previous", settings=self._wandb.Settings(init_timeout=30, silent=True),
+                )
+                self.run.define_metric("progress/questions")
+                self.run.define_metric("progress/*", step_metric="progress/questions")
+            except Exception as e:
+                self._unavailable(e)
+                self.run = None
+        return self.run is not None
+
+    def _log(self, row: dict) -> None:
+        """One history row at the step after the last one this run folder's W&B run logged (an
+        offline process otherwise starts again at 0)."""
+        self.state.step += 1
+        self.run.log(row, step=self.state.step)
+        self.state.write(self.folder)
 
     @property
     def run_id(self) -> str | None:
-        return None if self.run is None else self.run.id
+        return None if self.failed else self.id
 
     def log_record(self, record: Record) -> None:
         """Live progress while the run goes: questions answered so far (across resumes) and each score."""
-        if self.run is None:
-            return
         self.logged += 1
+        self.added += 1
+        if not self._start():
+            return
         try:
-            self.run.log({"progress/questions": self.logged, "progress/score": record.score})
+            self._log({"progress/questions": self.logged, "progress/score": record.score})
         except Exception:
             pass
 
     def finish(self, summary: dict) -> None:
-        if self.run is None:
+        records = self.folder.records()
+        complete = self.is_complete(summary)
+        if not self.added and (self.state.records, self.state.complete) == (len(records), complete):
+            return  # nothing new since the last finish logged this very state
+        if not self._start():
             return
         try:
-            records = self.folder.records()
-            complete = self.is_complete(summary)
             if complete:
                 self._log_lengths(summary, records)
-            self.run.summary.update({**summary_metrics(self.bench, summary), "memexp/complete": complete})
             columns, rows = records_table(records)
-            self.run.log({f"{self.bench}/records": self._wandb.Table(columns=columns, data=rows)})
+            self._log({f"{self.bench}/records": self._wandb.Table(columns=columns, data=rows)})
+            # after the rows: a row given an explicit step is committed with the next one, and would
+            # set the summary's same-named keys (a task's score) to its length's value
+            self.run.summary.update({**summary_metrics(self.bench, summary), "memexp/complete": complete})
             self.run.tags = tuple(t for t in self.tags if t != INCOMPLETE) + (() if complete else (INCOMPLETE,))
             self._log_artifact(complete)
             self.run.finish()
+            self.state.records, self.state.complete = len(records), complete
+            self.state.write(self.folder)
         except Exception as e:
             print(f"[memexp] W&B logging failed at finish ({type(e).__name__}: {e}); local records are complete",
                   file=sys.stderr)
@@ -176,7 +242,7 @@ class WandbSink:
         for key in sorted({k for row in rows for k in row if k != "length"}):
             self.run.define_metric(key, step_metric="length")
         for row in rows:
-            self.run.log(row)
+            self._log(row)
 
     def _log_artifact(self, complete: bool) -> None:
         artifact = self._wandb.Artifact(f"{self.bench}-{self.folder.path.name}", type="memexp-run",

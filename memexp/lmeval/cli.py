@@ -42,9 +42,12 @@ def main(argv: list[str]) -> int:
         raise ConfigError('python -m memexp lm-eval needs lm-evaluation-harness: pip install -e ".[lmeval]"')
     from memexp.lmeval import NAME, register
     from memexp.lmeval.config import config_dict, load, run_dir
+    from memexp.lmeval.quiet import quiet
     from memexp.lmeval.records import finish, read_results, read_samples
+    from memexp.paths import under_root
     from memexp.records import format_table
 
+    quiet(under_root("outputs/cache/nltk_data"))
     register()
     cli, args = _parse(argv)
     if args.model not in (None, NAME):

@@ -2,6 +2,7 @@
 
   python -m memexp report [ROOT ...] [--task TASK] [--markdown] [--plot out.png]
                           [--tables DIR] [--figures DIR] [--paper FILE ...]
+                          [--where FIELD=VALUE ...] [--by FIELD ...] [--label TEMPLATE] [--csv FILE]
 
 ROOTs are run folders or folders above them (outputs/runs, outputs/runs/ruler/tiny_gdn) or
 sweep folders (multirun/<date>/<time>/, whose job folders point to their run folders).
@@ -11,6 +12,8 @@ Without --tables / --figures it prints the method x length table of every benchm
 --tables DIR writes, per benchmark, every table (tables.py) as .md, .csv and .tex;
 --figures DIR every figure (figures.py) as .png; --plot one score-vs-length figure;
 --paper FILE adds a paper's numbers (schema in paper.py) beside memexp's.
+--where keeps the runs whose config matches; --by / --label / --csv print and write the
+summary of memexp.results grouped by config fields (report/query.py).
 """
 
 from __future__ import annotations
@@ -72,6 +75,24 @@ def write_report(runs: list[Run], tables_dir: Path | None, figures_dir: Path | N
     return written
 
 
+def _query(runs: list[Run], args) -> int:
+    """The --by / --label / --csv report, from memexp.results."""
+    from memexp.report import query
+    from memexp.results.frame import frame, select
+
+    by = [f.strip() for item in args.by for f in item.split(",") if f.strip()] or ["run"]
+    try:
+        summary, apart = query.grouped(frame(select(runs, None)), by, args.label)
+    except KeyError as e:
+        print(f"memexp: report: {e.args[0]}", file=sys.stderr)
+        return 2
+    for t in query.tables(summary, apart, args.task):
+        print((t.to_markdown() if args.markdown else t.to_text()) + "\n")
+    if args.csv:
+        print(f"[memexp report] wrote {query.write_csv(summary, Path(args.csv))}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m memexp report", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -83,6 +104,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--tables", help="write every table here as .md, .csv and .tex")
     p.add_argument("--figures", help="write every figure here as .png")
     p.add_argument("--paper", action="append", default=[], help="a paper_numbers YAML file (repeatable)")
+    p.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
+                   help="only runs whose config field equals (or with !=, differs from) the value; repeatable")
+    p.add_argument("--by", action="append", default=[], metavar="FIELD",
+                   help="a row per value of these config fields (comma-separated or repeated), from every "
+                        "question of the runs: n and the 95 %% Wilson interval per cell")
+    p.add_argument("--label", help="row names for --by, e.g. '{method.router}' (default: field=value)")
+    p.add_argument("--csv", help="write the --by summary (or one row per run) here, long format")
     args = p.parse_args(argv)
     paper = [t for f in args.paper for t in load(Path(f))]
     missing = [r for r in args.roots if not Path(r).expanduser().exists()]
@@ -94,6 +122,14 @@ def main(argv: list[str]) -> int:
         print(f"memexp: report: no run folders (config.yaml with summary.json or records.jsonl) under "
               f"{', '.join(args.roots)}", file=sys.stderr)
         return 1
+    if args.where:
+        from memexp.report.query import where_runs
+
+        runs = where_runs(runs, args.where, "report")
+        if not runs:
+            return 2 if runs is None else 1
+    if args.by or args.label or args.csv:
+        return _query(runs, args)
     groups = by_bench(runs)
     for bench, group in groups.items():
         t = length_table(bench, group, args.task, paper=paper)

@@ -19,20 +19,9 @@ from pathlib import Path
 
 from memexp.report import labels as lb
 from memexp.report.paper import PaperTable
-from memexp.report.runs import Cell, Run, added_flops_percent, mean_context_tokens
-from memexp.report.tables import Sweep, Table, ordered, row_labels
-
-Z95 = 1.959964  # two-sided 95 % normal quantile
-
-
-def wilson(score: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """95 % Wilson score interval (percent) of a proportion `score` % over n trials. Fractional
-    per-question scores (RULER's partial matches, F1) are treated as the proportion they average to."""
-    p = min(max(score / 100.0, 0.0), 1.0)
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return 100.0 * (centre - half), 100.0 * (centre + half)
+from memexp.report.runs import Cell, Run, added_flops_percent
+from memexp.report.tables import INCOMPLETE, Sweep, Table, ordered
+from memexp.results.stats import wilson
 
 
 def _pyplot():
@@ -44,16 +33,53 @@ def _pyplot():
     return plt
 
 
-def _figure(plt, rows: int, cols: int, width: float, height: float, entries: int):
-    """A constrained-layout figure with room below the panels for a legend of `entries` lines
-    (run labels are long: a legend inside the axes would hide the data)."""
-    return plt.subplots(rows, cols, figsize=(width, height + 0.17 * entries), squeeze=False, layout="constrained")
+LEGEND_WIDTH = 0.95  # characters per inch of figure width a 7-pt legend line holds, with room to spare
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")  # one per curve: overlapping points stay apart
+
+
+def _figure(plt, rows: int, cols: int, width: float, height: float, entries: int | list[str]):
+    """A constrained-layout figure with room below the panels for a legend of `entries` (a
+    count, or the labels themselves: each takes as many lines as it wraps to)."""
+    lines = entries if isinstance(entries, int) else sum(len(_wrap(e, width).splitlines()) for e in entries)
+    return plt.subplots(rows, cols, figsize=(width, height + 0.17 * lines), squeeze=False, layout="constrained")
+
+
+def _wrap(label: str, width: float) -> str:
+    return textwrap.fill(label, max(30, int(width * 10 * LEGEND_WIDTH)), break_long_words=True)
 
 
 def _legend(fig, ax) -> None:
+    """Below the panels, outside the axes, one entry a row, each label wrapped to the figure's width."""
     handles, names = ax.get_legend_handles_labels()
     if handles:
-        fig.legend(handles, names, loc="outside lower center", fontsize=7)
+        width = fig.get_size_inches()[0]
+        fig.legend(handles, [_wrap(n, width) for n in names], loc="outside lower center", fontsize=7, ncol=1)
+
+
+def curve_labels(runs: list[Run]) -> list[str]:
+    """Labels that say only what differs between the curves: the backbone and the method only
+    when they differ (the title names the backbones), then the fields that differ."""
+    configs = [r.config for r in runs]
+    varying = [g for g in ("backbone", "method") if len({lb._name(c, g) for c in configs}) > 1]
+
+    def base(config: dict) -> str:
+        return " / ".join(lb._name(config, g) for g in varying)
+
+    out = []
+    for label, r in zip(lb.labels(configs, [r.path.name for r in runs], base=base), runs):
+        label = label.strip()
+        if label.startswith("(") and ")" in label:  # no base: "(router=bm25) [folder]" -> "router=bm25 [folder]"
+            inner, _, rest = label[1:].partition(")")
+            label = inner + rest
+        out.append((label or lb.base_label(r.config)) + ("" if r.complete else INCOMPLETE))
+    return out
+
+
+def _offsets(count: int, spread: float = 0.12) -> list[float]:
+    """x offsets (in category units) that set `count` curves' points at one length side by side."""
+    if count < 2:
+        return [0.0] * count
+    return [spread * (k - (count - 1) / 2) / (count - 1) * 2 for k in range(count)]
 
 
 def _save(fig, path: Path) -> Path:
@@ -69,19 +95,20 @@ def uses_notebank(run: Run) -> bool:
 
 def _length_axes(ax, runs: list[Run], names: list[str], task: str | None, lengths: list[str],
                  paper_rows=()) -> list[int | None]:
-    """One line per run on `ax`; returns the n of every point drawn."""
+    """One line per run on `ax`, each with its own marker and a small x offset so that equal
+    points at one length stay apart; returns the n of every point drawn."""
     ns = []
-    for name, r in zip(names, runs):
+    for k, (name, r, dx) in enumerate(zip(names, runs, _offsets(len(runs)))):
         row = r.by_length(task)
         pts = [(i, row[n]) for i, n in enumerate(lengths) if n in row and row[n].score is not None]
         if not pts:
             continue
-        xs, cells = [p[0] for p in pts], [p[1] for p in pts]
+        xs, cells = [p[0] + dx for p in pts], [p[1] for p in pts]
         ys = [c.score for c in cells]
         # max(0, .): the interval holds its point up to rounding at 0 % and 100 %
         lo = [max(0.0, c.score - wilson(c.score, c.n)[0]) if c.n else 0.0 for c in cells]
         hi = [max(0.0, wilson(c.score, c.n)[1] - c.score) if c.n else 0.0 for c in cells]
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=4, capsize=3, label=name,
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker=MARKERS[k % len(MARKERS)], ms=4, capsize=3, label=name,
                     linestyle="-" if uses_notebank(r) else "--")
         ns += [c.n for c in cells]
     for name, cols in paper_rows:
@@ -101,7 +128,7 @@ def _paper_length_rows(paper, bench: str, runs: list[Run], lengths: list[str], t
     backbones = {r.backbone for r in runs}
     rows = []
     for t in paper:
-        if t.bench == bench and (t.backbone is None or t.backbone in backbones):
+        if t.bench in {r.bench for r in runs} and (t.backbone is None or t.backbone in backbones):
             rows += [(t.label(k), {c: Cell(v) for c, v in cols.items() if c in lengths})
                      for k, cols in t.rows.items() if set(cols) & set(lengths)]
     return rows
@@ -112,9 +139,10 @@ def length_figure(path: Path, bench: str, runs: list[Run], task: str | None = No
     plt = _pyplot()
     lengths = ordered(n for r in runs for n in (r.by_length(task) if task else r.lengths()))
     paper_rows = _paper_length_rows(paper, bench, runs, lengths, task)
-    fig, axes = _figure(plt, 1, 1, 7.0, 4.0, len(runs) + len(paper_rows))
+    names = curve_labels(runs)
+    fig, axes = _figure(plt, 1, 1, 7.0, 4.0, names + [name for name, _ in paper_rows])
     ax = axes[0][0]
-    ns = _length_axes(ax, runs, row_labels(runs), task, lengths, paper_rows)
+    ns = _length_axes(ax, runs, names, task, lengths, paper_rows)
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("score (%)")
     ax.set_title(lb.title(bench, [r.config for r in runs], ns, task or "mean over tasks"), fontsize=9)
@@ -127,8 +155,8 @@ def task_grid_figure(path: Path, bench: str, runs: list[Run]) -> Path:
     tasks = sorted({t for r in runs for t in r.tasks()})
     cols = min(3, len(tasks))
     rows = math.ceil(len(tasks) / cols)
-    fig, axes = _figure(plt, rows, cols, 4.2 * cols, 3.2 * rows + 0.4, len(runs))
-    names, ns = row_labels(runs), []
+    names, ns = curve_labels(runs), []
+    fig, axes = _figure(plt, rows, cols, 4.2 * cols, 3.2 * rows + 0.4, names)
     for ax, task in zip(axes.flat, tasks):
         lengths = ordered(n for r in runs for n in r.by_length(task))
         ns += _length_axes(ax, runs, names, task, lengths)
@@ -164,30 +192,42 @@ def heatmap_figure(path: Path, sweep: Sweep) -> Path:
     return _save(fig, path)
 
 
+# what one configuration family varies along the FLOPs axis: NoteBank's budgets
+BUDGETS = ("method.write_budget", "method.replay_budget", "method.span_budget")
+
+
+def family(run: Run) -> str:
+    """Runs equal in everything but the budgets: the only ones a FLOPs curve joins."""
+    return lb.config_key({"_": {k: v for k, v in lb.flat(run.config).items() if k not in BUDGETS}})
+
+
 def flops_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
     """Score vs added FLOPs (% of Plain, NoteBank Eq. 16) per run, each point labelled with its
-    length; points of one length are joined across runs. None when no run has modelled costs."""
+    length; points of one length are joined across the runs of one configuration family
+    (`family`: equal but for W / R / B). None when no run has modelled costs."""
     costed = [(r, added_flops_percent(r)) for r in runs]
     costed = [(r, c) for r, c in costed if any(v > 0 for v in c.values())]
     if not costed:
         return None
     plt = _pyplot()
-    fig, axes = _figure(plt, 1, 1, 7.0, 4.0, len(costed))
+    names = curve_labels([r for r, _ in costed])
+    fig, axes = _figure(plt, 1, 1, 7.0, 4.0, names)
     ax = axes[0][0]
-    names = row_labels([r for r, _ in costed])
-    by_length: dict[str, list[tuple[float, float]]] = {}
+    joined: dict[tuple[str, str], list[tuple[float, float]]] = {}
     ns = []
-    for name, (r, pct) in zip(names, costed):
+    for k, (name, (r, pct)) in enumerate(zip(names, costed)):
         row = r.by_length()
         pts = [(pct[n], row[n], n) for n in ordered(pct) if n in row and row[n].score is not None]
-        ax.plot([p[0] for p in pts], [p[1].score for p in pts], marker="o", linestyle="none", label=name)
+        ax.plot([p[0] for p in pts], [p[1].score for p in pts], marker=MARKERS[k % len(MARKERS)], linestyle="none",
+                label=name, alpha=0.85)
         for x, c, n in pts:
             ax.annotate(n, (x, c.score), textcoords="offset points", xytext=(4, 4), fontsize=7)
-            by_length.setdefault(n, []).append((x, c.score))
+            joined.setdefault((family(r), n), []).append((x, c.score))
             ns.append(c.n)
-    for pts in by_length.values():
-        pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], color="0.7", linewidth=0.8, zorder=0)
+    for pts in joined.values():
+        if len(pts) > 1:
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color="0.7", linewidth=0.8, zorder=0)
     ax.set_xlabel("added analytical FLOPs (% of Plain)")
     ax.set_ylabel("score (%)")
     ax.set_ylim(-2, 102)
@@ -200,9 +240,31 @@ def flops_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
 PARTS = ("write", "probe", "route", "replay", "attention")  # memexp.costs notebank_added_flops' parts
 
 
-def _breakdown(run: Run) -> dict[str, dict[str, float]] | None:
-    """Per length: each added-FLOPs part as % of Plain, from memexp.costs.cost_report at the
-    run's mean context tokens (the length itself when no record says). None: not costable."""
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def recorded_counts(run: Run) -> dict[str, dict[str, float]]:
+    """Per length: the records' mean context, question, output and replay tokens, notes and
+    archived tokens (the counts memexp.costs.cost_report takes), where the records hold them."""
+    keys = {"length": ("tokens", "context"), "question_tokens": ("tokens", "question"),
+            "output_tokens": ("tokens", "generated"), "replay_tokens": ("tokens", "replay"),
+            "notes": ("method_stats", "notes"), "archived_tokens": ("method_stats", "archived_tokens")}
+    values: dict[str, dict[str, list[float]]] = {}
+    for rec in run.records:
+        per = values.setdefault(str(rec["length"]), {})
+        for name, (group, key) in keys.items():
+            v = (rec.get(group) or {}).get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                per.setdefault(name, []).append(float(v))
+    return {n: {k: _mean(v) for k, v in per.items()} for n, per in values.items()}
+
+
+def _breakdown(run: Run) -> tuple[dict[str, dict[str, float]], set[str]] | None:
+    """(per length: each added-FLOPs part as % of Plain, the counts cost_report had to assume),
+    from memexp.costs.cost_report at the records' own mean counts (context, question, output and
+    replayed tokens, notes): the breakdown of what the run did, not of the R x B bound. None:
+    not costable."""
     from omegaconf import OmegaConf
 
     from memexp.config import validate
@@ -210,15 +272,19 @@ def _breakdown(run: Run) -> dict[str, dict[str, float]] | None:
 
     try:
         cfg = validate(OmegaConf.create(run.config))
-        tokens = mean_context_tokens(run)
-        out = {}
+        counts = recorded_counts(run)
+        out, assumed = {}, set()
         for n in run.lengths():
-            context = tokens.get(n) or (int(n) if n.isdigit() else None)
+            given = {k: v for k, v in (counts.get(n) or {}).items() if v is not None}
+            context = given.pop("length", None) or (int(n) if n.isdigit() else None)
             if context:
-                f = cost_report(cfg, length=int(context))["flops"]
+                given = {k: (round(v) if k.endswith("tokens") and k != "replay_tokens" else v) for k, v in given.items()}
+                report = cost_report(cfg, length=int(round(context)), **given)
+                f = report["flops"]
+                assumed |= set(report["inputs"]["assumed"])
                 if f["added"]:
                     out[n] = {p: 100.0 * f["added"][p] / f["plain"] for p in PARTS if f["added"].get(p)}
-        return out or None
+        return (out, assumed) if out else None
     except Exception as e:  # a checkpoint whose shapes cannot be read offline: the figure omits it
         print(f"[memexp report] {run.path}: no FLOPs breakdown ({type(e).__name__}: {str(e).splitlines()[0][:120]})",
               file=sys.stderr)
@@ -231,13 +297,15 @@ def breakdown_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
     for r in runs:
         if uses_notebank(r):
             unique.setdefault(lb.config_key({"b": r.config.get("backbone"), "m": r.method}), r)
-    parts = [(r, b) for r in unique.values() if (b := _breakdown(r))]
-    if not parts:
+    found = [(r, b) for r in unique.values() if (b := _breakdown(r))]
+    if not found:
         return None
+    parts = [(r, per_length) for r, (per_length, _) in found]
+    assumed = sorted({a for _, (_, why) in found for a in why})
     plt = _pyplot()
     cols = min(3, len(parts))
-    fig, axes = _figure(plt, math.ceil(len(parts) / cols), cols, 4.6 * cols, 3.6 * math.ceil(len(parts) / cols), 1)
-    names = row_labels([r for r, _ in parts])
+    fig, axes = _figure(plt, math.ceil(len(parts) / cols), cols, 4.6 * cols, 3.6 * math.ceil(len(parts) / cols), 3)
+    names = curve_labels([r for r, _ in parts])
     colors = dict(zip(PARTS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))  # one colour per stage everywhere
     for ax, name, (_, per_length) in zip(axes.flat, names, parts):
         lengths = ordered(per_length)
@@ -254,7 +322,11 @@ def breakdown_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
         ax.axis("off")
     handles, stages = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, stages, loc="outside lower center", fontsize=7, ncol=len(PARTS))
-    fig.suptitle(f"{bench} · added analytical FLOPs by stage (memexp cost)", fontsize=9)
+    caption = "at the records' mean context, question, output and replayed tokens and notes per length"
+    if assumed:
+        caption += "; not recorded, so bounded: " + ", ".join(assumed)
+    fig.suptitle(f"{bench} · added analytical FLOPs by stage (memexp cost)\n"
+                 + textwrap.fill(caption, int(fig.get_size_inches()[0] * 14)), fontsize=8)
     return _save(fig, path)
 
 

@@ -56,6 +56,13 @@ class Run:
             self._records = [r for p in (self.parts or [self.path]) for r in read_records(p)]
         return self._records
 
+    @property
+    def task_set(self) -> tuple[str, ...]:
+        """The tasks the run is configured for (bench.tasks), else those it recorded: runs of
+        different task sets are never averaged in one table."""
+        tasks = (self.config.get("bench") or {}).get("tasks") or self.tasks() or {r.get("task") for r in self.records}
+        return tuple(sorted(map(str, tasks)))
+
     def lengths(self) -> list[str]:
         return list(self.summary.get("by_length") or {})
 
@@ -165,11 +172,24 @@ def _merge_sharded(runs: list[Run]) -> list[Run]:
 
 
 def by_bench(runs: list[Run]) -> dict[str, list[Run]]:
-    """Runs per benchmark: a table or figure never mixes RULER with LongBench."""
+    """Runs per benchmark, and per task set where one benchmark's runs cover different tasks
+    (key `<bench>_<task+task>`, or `<bench>_<k>tasks_<hash>` for more than three): a table or
+    figure never mixes RULER with LongBench, nor averages one task set beside another."""
+    sets: dict[str, set[tuple[str, ...]]] = {}
+    for r in runs:
+        sets.setdefault(r.bench, set()).add(r.task_set)
     out: dict[str, list[Run]] = {}
     for r in runs:
-        out.setdefault(r.bench, []).append(r)
+        out.setdefault(r.bench if len(sets[r.bench]) == 1 else f"{r.bench}_{_tasks_key(r.task_set)}", []).append(r)
     return dict(sorted(out.items()))
+
+
+def _tasks_key(tasks: tuple[str, ...]) -> str:
+    import hashlib
+
+    if len(tasks) <= 3:
+        return "+".join(tasks)
+    return f"{len(tasks)}tasks_{hashlib.sha256(','.join(tasks).encode()).hexdigest()[:6]}"
 
 
 def added_flops_percent(run: Run) -> dict[str, float]:
@@ -184,11 +204,3 @@ def added_flops_percent(run: Run) -> dict[str, float]:
         s[0] += c["added_flops"]
         s[1] += c["plain_flops"]
     return {n: 100.0 * a / p for n, (a, p) in sums.items()}
-
-
-def mean_context_tokens(run: Run) -> dict[str, float]:
-    tok: dict[str, list[int]] = {}
-    for rec in run.records:
-        if "context" in (rec.get("tokens") or {}):
-            tok.setdefault(str(rec["length"]), []).append(rec["tokens"]["context"])
-    return {n: sum(v) / len(v) for n, v in tok.items()}

@@ -117,7 +117,7 @@ def _paper_rows(paper: list[PaperTable], bench: str, runs: list[Run], columns: l
     backbones = {r.backbone for r in runs}
     out = []
     for t in paper:
-        if t.bench != bench or (t.backbone is not None and t.backbone not in backbones):
+        if t.bench not in {r.bench for r in runs} or (t.backbone is not None and t.backbone not in backbones):
             continue
         for name, cols in t.rows.items():
             hit = {c: Cell(v) for c, v in cols.items() if c in columns}

@@ -14,7 +14,7 @@ from memexp.records import run_folder
 
 FIELDS = {"run": "max_examples", "train": "stages.0.steps", "cost": "question_tokens=N", "latency": "repeats=N",
           "data": "bench:", "ls": "memexp ls", "report": "--markdown", "dashboard": "--entity",
-          "lm-eval": "--model_args"}
+          "lm-eval": "--model_args", "browse": "--where", "convert": "mamba2-megatron"}
 
 
 def cli(argv):
@@ -72,3 +72,14 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     p.stdout.close()
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 0 and "Traceback" not in err, err
+
+
+def test_run_help_lists_only_the_groups_a_user_chooses():
+    rc, out = cli(["run", "--help"])
+    assert rc == 0
+    groups = out.split("== Config groups (group=option) ==")[1].split("==")[0]
+    names = [line.split(":")[0] for line in groups.strip().splitlines()]
+    assert names == ["backbone", "method", "bench", "logger", "experiment", "hparams_search", "paths",
+                     "hydra/launcher"]
+    assert ".paper" not in groups and "schema" not in groups and "method_for_backbone" not in groups
+    assert "experiment: paper_budgets_gdn, " in groups

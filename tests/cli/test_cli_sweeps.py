@@ -20,11 +20,13 @@ SOURCE = str(Path(memexp.__file__).resolve().parents[1])
 QUICK = ["bench.lengths=[1024]", "bench.num_samples=1", "progress=false"]
 
 
-def memexp_run(args, root: Path, timeout=300):
+def memexp_run(args, root: Path, timeout=300, printed: list | None = None):
     env = {**os.environ, "MEMEXP_ROOT": str(root), "PYTHONPATH": SOURCE}
     out = subprocess.run([sys.executable, "-m", "memexp", "run", *args], capture_output=True, text=True,
                          timeout=timeout, cwd=root, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
+    if printed is not None:
+        printed.append(out)
     (sweep,) = (root / "outputs" / "multirun").iterdir()
     return sweep
 
@@ -101,3 +103,30 @@ def test_metric_is_a_summary_key_or_path():
 
     with pytest.raises(ConfigError, match="metric='by_length/2048': not in the run's summary"):
         metric_value(summary, "by_length/2048")
+
+
+def test_optuna_command_line_space_reaches_hydra_as_typed(tmp_path):
+    """A search space given on the command line: Optuna's best parameters name the field as typed
+    (no `++` twin holding another value), and each trial's overrides and config.yaml agree."""
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    printed = []
+    sweep = memexp_run(["hparams_search=notebank_optuna", "hydra.sweeper.n_trials=2",
+                        "method.replay_budget=int(interval(1,8))", "method.span_budget=16", *QUICK], tmp_path,
+                       printed=printed)
+    # quiet: no plugin set-up lines (alembic, which optuna imports) nor optuna's own study chatter
+    assert "setup plugin" not in printed[0].stdout and "A new study created" not in printed[0].stderr
+    assert "Best parameters: {'method.replay_budget': " in printed[0].stdout
+    best = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
+    assert not [k for k in best["best_params"] if k.startswith("+")], best["best_params"]
+    runs = {}
+    for d in sorted(p for p in sweep.iterdir() if p.name.isdigit()):
+        overrides = yaml.safe_load((d / ".hydra" / "overrides.yaml").read_text())
+        assert not [o for o in overrides if o.startswith("+")], overrides
+        typed = dict(o.split("=", 1) for o in overrides)
+        cfg = yaml.safe_load((Path((d / "run_folder.txt").read_text().strip()) / "config.yaml").read_text())
+        assert str(cfg["method"]["replay_budget"]) == typed["method.replay_budget"]
+        assert cfg["method"]["span_budget"] == 16
+        overall = json.loads((Path((d / "run_folder.txt").read_text().strip()) / "summary.json").read_text())["overall"]
+        runs[int(typed["method.replay_budget"])] = overall
+    assert best["best_params"]["method.replay_budget"] in runs
+    assert best["best_value"] == runs[best["best_params"]["method.replay_budget"]]

@@ -26,10 +26,11 @@ def test_wheel_runs_the_quick_start_from_any_folder(tmp_path):
     # is the one imported (checked below), not an editable install the system may have
     sh([sys.executable, "-m", "venv", "--system-site-packages", venv], tmp_path)
     python, bin_memexp = venv / "bin" / "python", venv / "bin" / "memexp"
-    sh([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel], tmp_path)
+    # without PYTHONPATH, which (pointing at a checkout) would make pip find memexp installed already
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MEMEXP_ROOT")}
+    sh([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel], tmp_path, env)
     work = tmp_path / "somewhere"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MEMEXP_ROOT")}
     where = sh([python, "-c", "import memexp; print(memexp.__file__)"], work, env)
     assert Path(where.strip()).is_relative_to(venv), where
     kernels = sh([python, "-c", "import memexp.kernels.routing as r, memexp.kernels.distinctiveness; print(r.__file__)"],
@@ -37,6 +38,9 @@ def test_wheel_runs_the_quick_start_from_any_folder(tmp_path):
     assert Path(kernels.strip()).is_relative_to(venv), kernels
     listing = sh([bin_memexp, "ls"], work, env)
     assert "backbone: " in listing and "tiny_gdn" in listing and "hydra/launcher: joblib, local, processes, slurm" in listing
+    # the converter mamba2_8b needs ships in the wheel (not only in the checkout's scripts/)
+    usage = sh([bin_memexp, "convert", "mamba2-megatron", "--help"], work, env)
+    assert "usage: memexp convert mamba2-megatron" in usage and "--tokenizer" in usage
     sh([bin_memexp, "run", "max_examples=1", "progress=false"], work, env)
     (summary,) = work.glob("outputs/runs/ruler/tiny_gdn_words/notebank/*/summary.json")
     assert '"num_examples": 1' in summary.read_text()

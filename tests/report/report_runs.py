@@ -39,10 +39,11 @@ class Made:
 
 
 def make_run(out: Path, overrides: list[str], lengths: list[str] | None = None, n: int = 4, salt: int = 0,
-             complete: bool = True, shard: str | None = None, keep=None) -> Made:
+             complete: bool = True, shard: str | None = None, keep=None, replay: int | None = None) -> Made:
     """One run folder under `out` (the runner's output_dir), as `python -m memexp run` writes it.
     `lengths` overrides the lengths recorded (LongBench's buckets); `keep(task, length, i)` drops questions
-    (a shard's subset); `shard` marks the folder as bench.shard=i/n."""
+    (a shard's subset); `shard` marks the folder as bench.shard=i/n; `replay`: NoteBank's replayed
+    tokens per question (default R x B, the bound)."""
     cfg = load_config(BASE + overrides + [f"output_dir={out}"])
     cfg_dict = asdict(cfg)
     path = run_folder(cfg)
@@ -64,7 +65,7 @@ def make_run(out: Path, overrides: list[str], lengths: list[str] | None = None, 
                 context = int(length) - 40 if length.isdigit() else 300 + 100 * li
                 tokens = {"context": context, "question": 12, "generated": 4}
                 if cfg.method.name == "notebank":
-                    tokens["replay"] = cfg.method.replay_budget * cfg.method.span_budget
+                    tokens["replay"] = cfg.method.replay_budget * cfg.method.span_budget if replay is None else replay
                 rec = Record(example_id=f"{task}/{length}/{i}", question_id="0", task=task, length=length,
                              score=100.0 if i < k else 0.0, metric="string_match", tokens=tokens,
                              costs=record_costs(shapes, cfg.method, tokens))

@@ -28,10 +28,11 @@ def test_auto_mode_is_offline_without_credentials(monkeypatch, tmp_path):
 def test_offline_run_joins_the_sweep_group(monkeypatch, tmp_path):
     monkeypatch.setenv("WANDB_MODE", "offline")
     sink = WandbSink(LoggerConfig(name="wandb"), tmp_path, CONFIG, group="sweep-1", labels=["replay_budget=4"])
-    assert sink.run is not None
-    assert sink.run.group == "sweep-1" and sink.run.name == "ruler | gdn | notebank | replay_budget=4"
+    assert sink.run is None  # a W&B run starts with the first thing to log
     sink.log_record(Record(example_id="a", question_id="0", task="niah_single_1", length=256, score=100.0,
                            prediction="1234567", references=["1234567"], tokens={"context": 200}))
+    assert sink.run is not None
+    assert sink.run.group == "sweep-1" and sink.run.name == "ruler | gdn | notebank | replay_budget=4"
     sink.finish({"scores": {"niah_single_1": {"256": 100.0}}, "overall": 100.0})
     runs = [d for d in os.listdir(tmp_path / "wandb") if d.startswith("offline-run-")]
     assert len(runs) == 1

@@ -23,15 +23,19 @@ ARGS = ["backbone=tiny_gdn_random", "method=notebank", "method.chunk_size=128", 
         "bench.max_new_tokens=8", "progress=false", "logger=wandb", "threads=1"]
 
 
+def _offline(mp: pytest.MonkeyPatch, tmp) -> None:
+    for key, value in dict(WANDB_MODE="offline", WANDB_DIR=tmp, WANDB_DATA_DIR=tmp / "data",
+                           WANDB_CACHE_DIR=tmp / "cache", WANDB_CONFIG_DIR=tmp / "config").items():
+        mp.setenv(key, str(value))
+    mp.setattr(Ruler, "score", lambda self, prediction, q: float(sum(map(ord, q.id)) % 97))
+
+
 @pytest.fixture(scope="session")
 def resumed(tmp_path_factory):
     """(run folder, [first process's offline run, second's]) after a stop after 2 of 4 examples and a resume."""
     tmp = tmp_path_factory.mktemp("wandb")
     with pytest.MonkeyPatch.context() as mp:
-        for key, value in dict(WANDB_MODE="offline", WANDB_DIR=tmp, WANDB_DATA_DIR=tmp / "data",
-                               WANDB_CACHE_DIR=tmp / "cache", WANDB_CONFIG_DIR=tmp / "config").items():
-            mp.setenv(key, str(value))
-        mp.setattr(Ruler, "score", lambda self, prediction, q: float(sum(map(ord, q.id)) % 97))
+        _offline(mp, tmp)
         first = run(load_config([*ARGS, f"output_dir={tmp / 'runs'}", "max_examples=2"]), labels=["chunk_size=128"])
         assert first["num_questions"] == 2
         time.sleep(1.1)  # offline-run folders are named to the second: keep the two processes' apart
@@ -41,5 +45,19 @@ def resumed(tmp_path_factory):
     runs = offline_runs(folder / "wandb")
     assert len(runs) == 2 and runs[0].run_id == runs[1].run_id == (folder / "wandb_id.txt").read_text().strip()
     return folder, runs
+
+
+@pytest.fixture(scope="session")
+def repeated(tmp_path_factory):
+    """(run folder, every offline run) after three identical commands: the first runs all 4
+    examples, the other two find every question recorded."""
+    tmp = tmp_path_factory.mktemp("wandb_repeat")
+    with pytest.MonkeyPatch.context() as mp:
+        _offline(mp, tmp)
+        for _ in range(3):
+            assert run(load_config([*ARGS, f"output_dir={tmp / 'runs'}"]))["num_questions"] == 4
+            time.sleep(1.1)
+    (folder,) = [p.parent for p in (tmp / "runs").rglob("config.yaml")]
+    return folder, offline_runs(folder / "wandb")
 
 

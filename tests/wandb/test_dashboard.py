@@ -132,3 +132,15 @@ def test_a_named_benchmark_without_runs_uses_its_schema_tasks_and_a_wrong_name_i
         from memexp.dashboard import main
 
         main(["--runs", str(tmp_path / "empty"), "--out", str(out)])
+
+
+def test_without_runs_and_out_the_command_reads_and_writes_under_memexp_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    write_summary(root / "outputs" / "runs", "ruler", ["niah_single_1"])
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("MEMEXP_ROOT", str(root))
+    assert memexp_main(["dashboard"]) == 0
+    assert json.loads((root / "outputs" / "dashboard.json").read_text()) == dashboard_spec({"ruler": ["niah_single_1"]})
+    assert not list(elsewhere.iterdir())

@@ -65,6 +65,9 @@ class NoteBank(Method[Archive]):
             "write_chunks": len(context_ids) // self.cfg.chunk_size,
             "archive_bytes": archive.nbytes(),
             "address_index_bytes": compactor.nbytes(),
+            # every written note's [chunk, start, end] (token positions in the context): what a
+            # question could have been routed to, for the question view of `memexp browse`
+            "written": archive.spans.tolist(),
         }
         return Memory(state=state, context_len=len(context_ids), seconds=watch.seconds, stats=stats, extra=archive)
 
@@ -85,6 +88,9 @@ class NoteBank(Method[Archive]):
                      "text": archive.texts(backbone.tokenizer)[i]}
             if selection.scores is not None and self.router.name == "native":
                 entry["votes"] = int(selection.scores[k])
+                if selection.voters is not None:  # which channels voted for it, as layer.head
+                    channels = self.addressing(backbone)[0].channels
+                    entry["channels"] = [f"L{channels[c].layer}.h{channels[c].head}" for c in selection.voters[k]]
             elif selection.scores is not None:
                 entry["score"] = selection.scores[k]
             selected.append(entry)

@@ -52,6 +52,7 @@ class RouteRequest:
 class Selection:
     notes: list[int]  # archive indices, in document order
     scores: list[float] | None  # the router's score of each selected note (votes for native), None for random
+    voters: list[list[int]] | None = None  # native: the channels (layout indices) that voted for each selected note
     stats: dict = field(default_factory=dict)  # the router's own figures for the record (bge: encoding times)
 
 
@@ -79,9 +80,11 @@ class NativeRouter:
         self.replay_budget = replay_budget
 
     def route(self, archive: Archive, request: RouteRequest) -> Selection:
-        votes, _, _ = routing.route_votes(archive.addresses, request.queries.to(archive.addresses.device))
-        votes = votes.cpu()
-        return _selection(archive, top_r(votes, self.replay_budget), votes)
+        votes, best, _ = routing.route_votes(archive.addresses, request.queries.to(archive.addresses.device))
+        votes, best = votes.cpu(), best.cpu().tolist()
+        selection = _selection(archive, top_r(votes, self.replay_budget), votes)
+        selection.voters = [[c for c, note in enumerate(best) if note == i] for i in selection.notes]
+        return selection
 
 
 class RandomRouter:
