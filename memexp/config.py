@@ -83,6 +83,18 @@ def _tasks(path: str, tasks: list, allowed: tuple) -> None:
         raise ConfigError(f"{path} is empty: allowed values are {', '.join(allowed)}")
     for t in tasks:
         _choice(path, t, allowed)
+    _distinct(path, tasks)
+
+
+def _distinct(path: str, values: list) -> None:
+    """An axis of the run is a set: a value listed twice would run its questions twice under the
+    same record keys, and the folder would never read as complete again."""
+    seen = set()
+    for v in values:
+        if v in seen:
+            listed = ", ".join(map(str, values))
+            raise ConfigError(f"{path}=[{listed}]: {v} is listed twice; list each value once")
+        seen.add(v)
 
 
 def _optional_at_least(path: str, value: Any, low: float) -> None:

@@ -88,6 +88,11 @@ BAD = [
      "recipe.init_from='/no/such/ckpt': no such checkpoint folder"),
     ("train output not writable", ["train", "output=/sys/memexp-train"], 2,
      "recipe.output=/sys/memexp-train: cannot write there"),
+    # issue 45: never a silent wrong result
+    ("a task listed twice", ["run", *TINY, "bench.tasks=[niah_single_1,niah_single_1]"], 2,
+     "bench.tasks=[niah_single_1, niah_single_1]: niah_single_1 is listed twice; list each value once"),
+    ("a length listed twice", ["run", *TINY, "bench.lengths=[512,1024,512]"], 2,
+     "bench.lengths=[512, 1024, 512]: 512 is listed twice"),
 ]
 
 
