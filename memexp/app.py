@@ -52,7 +52,18 @@ _FIELD_OVERRIDE = re.compile(r"^(backbone|method|bench|logger)\.[A-Za-z_][\w.]*=
 def schema_overrides(overrides: list[str]) -> list[str]:
     """Let `group.field=value` set any schema field, also one its YAML leaves at the default
     (`++` adds or overrides); `validate` then rejects fields the schema does not have."""
-    return ["++" + o if _FIELD_OVERRIDE.match(o) else o for o in overrides]
+    return ["++" + o if _FIELD_OVERRIDE.match(o) else o for o in quote_home(overrides)]
+
+
+def quote_home(args: list[str]) -> list[str]:
+    """`field=~/x` (a shell that leaves `~` after `=` alone) quoted as `field='~/x'`: Hydra's lexer
+    refuses a bare `~` in a value, and the path expands when the config is validated."""
+    out = []
+    for a in args:
+        key, eq, value = a.partition("=")
+        bare = eq and not a.startswith("-") and value.startswith("~") and not set(value) & set("'\"\\")
+        out.append(f"{key}='{value}'" if bare else a)
+    return out
 
 
 def store_options() -> None:
@@ -340,6 +351,7 @@ def hydra_run(argv: list[str]) -> int:
 
     import hydra
 
+    argv = quote_home(argv)
     args = _hydra_args(argv)
     where = {"config_dir": args.config_dir, "config_path": args.config_path}
     if not (args.help or args.hydra_help or args.shell_completion):

@@ -11,6 +11,7 @@ in their defaults list.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field, fields
@@ -56,6 +57,36 @@ def portable_assets(value: Any) -> Any:
 
 if not OmegaConf.has_resolver("memexp_asset"):
     OmegaConf.register_new_resolver("memexp_asset", asset_path)
+
+
+# Fields that name a file or folder: `~` and $VARIABLES in them expand wherever they are set (command
+# line, a user's YAML, an interpolation such as output_dir: ${paths.runs}), so a run never writes
+# into a literal `./~/` or `./$HOME/` folder. Every field of `paths` is one; `*_path` fields too.
+PATH_FIELD_NAMES = ("output_dir", "cache_dir", "pretrained", "tokenizer", "adapter", "init_from", "output")
+_UNSET_VARIABLE = re.compile(r"\$(\w+|\{[^}]*\})")
+
+
+def is_path_field(group: str, name: str) -> bool:
+    return group == "paths" or name in PATH_FIELD_NAMES or name.endswith("_path")
+
+
+def expand_path(field_path: str, value: Any) -> Any:
+    """`value` with `~` and environment variables expanded; a variable that is not set stops the run
+    (it would otherwise become a folder named after it)."""
+    if not isinstance(value, str):
+        return value
+    expanded = os.path.expanduser(os.path.expandvars(value))
+    unset = _UNSET_VARIABLE.search(expanded)
+    if unset:
+        name = unset.group(1).strip("{}")
+        raise ConfigError(f"{field_path}={value!r}: the environment variable {name} is not set; set it, or "
+                          f"write the path out")
+    return expanded
+
+
+if not OmegaConf.has_resolver("memexp_path"):
+    # hydra.sweep.dir: ${memexp_path:${paths.multirun}}/...
+    OmegaConf.register_new_resolver("memexp_path", lambda value: expand_path("paths.multirun", value))
 
 
 def _choice(path: str, value: Any, allowed: tuple) -> None:
@@ -253,6 +284,9 @@ def _build(schema: type, node: Any, path: str):
             raise ConfigError(f"{path}.{key}: unknown field; allowed fields are {', '.join(sorted(known))}")
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), node)
+        for f in fields(schema):
+            if is_path_field(path, f.name) and isinstance(merged[f.name], str):
+                merged[f.name] = expand_path(f"{path}.{f.name}", merged[f.name])
         return OmegaConf.to_object(merged)
     except ConfigError:
         raise
@@ -334,6 +368,8 @@ def validate(cfg: DictConfig) -> RunConfig:
                       ("wait_for_lock", bool), ("records_repair", bool), ("strict_data", bool)):
         if key in rest and not isinstance(rest[key], kind):
             raise ConfigError(f"{key}={rest[key]!r}: expected {kind.__name__}")
+    if isinstance(rest.get("output_dir"), str):
+        rest["output_dir"] = expand_path("output_dir", rest["output_dir"])
     for key in ("threads", "max_examples"):
         if key in rest and rest[key] is not None and (not isinstance(rest[key], int) or isinstance(rest[key], bool)):
             raise ConfigError(f"{key}={rest[key]!r}: expected an integer or null")

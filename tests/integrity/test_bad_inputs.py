@@ -93,6 +93,8 @@ BAD = [
      "bench.tasks=[niah_single_1, niah_single_1]: niah_single_1 is listed twice; list each value once"),
     ("a length listed twice", ["run", *TINY, "bench.lengths=[512,1024,512]"], 2,
      "bench.lengths=[512, 1024, 512]: 512 is listed twice"),
+    ("an unset variable in a path", ["run", *TINY, "output_dir=$MEMEXP_NO_SUCH_VAR/runs"], 2,
+     "output_dir='$MEMEXP_NO_SUCH_VAR/runs': the environment variable MEMEXP_NO_SUCH_VAR is not set"),
 ]
 
 
