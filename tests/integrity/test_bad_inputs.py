@@ -2,7 +2,9 @@
 code (2: configuration, 1: runtime, 130: Ctrl-C), no traceback, nothing a resume would trust."""
 
 import json
+import math
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -109,6 +111,61 @@ def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected)
     assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
     assert lines[0].startswith("memexp: ") and "Traceback" not in result.stderr
     assert not list(tmp_path.rglob("records.jsonl")) and not list(tmp_path.rglob("summary.json*"))
+
+
+# a record line whose fields are the wrong type: read like a corrupt line (issue 45)
+BAD_RECORDS = [
+    ("score a string", {"score": "abc"}, 'score is "abc", not int or float'),
+    ("score null", {"score": None}, "score is null, not int or float"),
+    ("score true", {"score": True}, "score is true, not int or float"),
+    ("score out of range", {"score": 1e9}, "score is 1000000000.0, not a finite number in [0, 100]"),
+    ("score NaN", {"score": math.nan}, "score is nan, not a finite number in [0, 100]"),
+    ("task a list", {"task": ["niah_single_1"]}, 'task is ["niah_single_1"], not str'),
+    ("length a float", {"length": 512.5}, "length is 512.5, not int or str"),
+]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("finished") / "runs"
+    result = memexp("run", *TINY, f"output_dir={out}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    return out
+
+
+def _copy_with_bad_lines(finished_run, out, changes):
+    """The finished run's folder under `out`, its records' lines changed by `changes` (line 1 first)."""
+    shutil.copytree(finished_run, out)
+    (records,) = out.rglob("records.jsonl")
+    lines = [json.loads(line) for line in records.read_text().splitlines()]
+    for line, change in zip(lines, changes):
+        line.update(change)
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return records
+
+
+@pytest.mark.parametrize("change,expected", [b[1:] for b in BAD_RECORDS], ids=[b[0] for b in BAD_RECORDS])
+def test_a_record_of_the_wrong_type_stops_the_resume_naming_its_line(finished_run, tmp_path, change, expected):
+    out = tmp_path / "runs"
+    records = _copy_with_bad_lines(finished_run, out, [{}, change])
+    result = memexp("run", *TINY, f"output_dir={out}")
+    lines = error_lines(result.stderr)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert lines[0].startswith(f"memexp: {records}:2: not a record (") and expected in lines[0], lines[0]
+    assert "records_repair=true" in lines[0]
+
+
+def test_records_repair_moves_records_of_the_wrong_type_and_reruns_them(finished_run, tmp_path):
+    out = tmp_path / "runs"
+    records = _copy_with_bad_lines(finished_run, out, [{"score": "abc"}, {"score": math.nan}, {"task": [1]}])
+    result = memexp("run", *TINY, f"output_dir={out}", "records_repair=true")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len((records.parent / "records.bad.jsonl").read_text().splitlines()) == 3
+    kept = [json.loads(line) for line in records.read_text().splitlines()]
+    assert len(kept) == 3 and all(isinstance(r["score"], float) and 0 <= r["score"] <= 100 for r in kept)
+    text = (records.parent / "summary.json").read_text()
+    assert "NaN" not in text and json.loads(text)["complete"] is True
 
 
 def test_a_full_disk_ends_in_one_line_and_leaves_no_summary(tmp_path):
