@@ -105,7 +105,11 @@ def _run_in(folder: RunFolder, cfg: RunConfig, sweep_group: str | None, labels: 
                 bar.set_postfix(score=f"{sum(r.score for r in records) / len(records):.1f}")
         bar.close()
         summary = _summary(records, bench, seen)
-        folder.write_summary(summary)
+        if cfg.max_examples is not None and len(records) == len(done) and _complete_summary(folder, len(done)):
+            # a smoke run over a finished folder recorded nothing new: its summary stays the whole run's
+            summary = _complete_summary(folder, len(done))
+        else:
+            folder.write_summary(summary)
         sink.finish(summary)
     except BaseException:
         _summary_on_failure(folder, records, bench, seen, sink)
@@ -113,6 +117,20 @@ def _run_in(folder: RunFolder, cfg: RunConfig, sweep_group: str | None, labels: 
     title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
     print(format_table(summary, title))
     return summary
+
+
+def _complete_summary(folder: RunFolder, recorded: int) -> dict | None:
+    """The folder's summary.json when it describes a complete run of exactly the `recorded`
+    questions on disk; None otherwise (none yet, unreadable, partial or stale)."""
+    import json
+
+    try:
+        summary = json.loads(folder.summary_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(summary, dict) and summary.get("complete") is True and summary.get("num_questions") == recorded:
+        return summary
+    return None
 
 
 def _summary_on_failure(folder: RunFolder, records: list[Record], bench: Benchmark, seen: dict, sink) -> None:

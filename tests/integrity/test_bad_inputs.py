@@ -219,6 +219,11 @@ def test_max_examples_is_not_complete(tmp_path):
     whole = memexp("run", *TINY, f"output_dir={out}")
     assert whole.returncode == 0, whole.stderr
     assert json.loads(path.read_text())["complete"] is True
+    # a smoke run over the finished folder leaves its summary complete (issue 45)
+    before = path.read_text()
+    again = memexp("run", *TINY, f"output_dir={out}", "max_examples=1")
+    assert again.returncode == 0, again.stderr
+    assert path.read_text() == before and "incomplete" not in again.stdout
 
 
 def _rows(tmp_path):
