@@ -342,6 +342,17 @@ def check_local_paths(group: str, node: Any) -> None:
             raise ConfigError(f"{group}.{f.name}={value!r}: no such file or directory")
 
 
+# groups whose files set fields of the whole run; without `# @package _global_` Hydra nests a file's
+# fields under its group's name (experiment.bench.num_samples) and its defaults list's overrides fail
+GLOBAL_GROUPS = ("experiment", "local", "hparams_search")
+
+
+def global_package_message(group: str, option: str | None = None) -> str:
+    name = f"{group}/{option}.yaml" if option else f"the {group} file"
+    return (f"{group}: {name} does not start with `# @package _global_`; add it as the file's first line "
+            f"(the {group} group's files set fields of the whole run, e.g. bench.num_samples)")
+
+
 def validate(cfg: DictConfig) -> RunConfig:
     """The composed config as typed dataclasses, or ConfigError naming the bad field."""
     for group in ("backbone", "method", "bench", "logger"):
@@ -350,6 +361,8 @@ def validate(cfg: DictConfig) -> RunConfig:
     top = {k: cfg[k] for k in cfg if k not in ("backbone", "method", "bench", "logger", "hydra", "paths")}
     run_fields = {f.name for f in fields(RunConfig)}
     for key in top:
+        if key in GLOBAL_GROUPS:
+            raise ConfigError(global_package_message(key))
         if key not in run_fields:
             raise ConfigError(f"{key}: unknown field; allowed top-level fields are {', '.join(sorted(run_fields))}")
     backbone = _build(BackboneConfig, cfg.backbone, "backbone")
@@ -364,6 +377,11 @@ def validate(cfg: DictConfig) -> RunConfig:
         rest = OmegaConf.to_object(OmegaConf.merge(OmegaConf.create({k: v for k, v in top.items()})))
     except OmegaConfBaseException as e:
         raise ConfigError(str(e).splitlines()[0]) from None
+    if isinstance(rest.get("output_dir"), int) and not isinstance(rest["output_dir"], bool):
+        rest["output_dir"] = str(rest["output_dir"])  # output_dir=123: a folder named 123
+    if isinstance(rest.get("output_dir"), (float, bool)):  # 1e3 reads as 1000.0: the folder name typed is lost
+        raise ConfigError(f"output_dir={rest['output_dir']!r}: reads as a number, not a folder name; quote it, "
+                          f"e.g. output_dir='1e3'")
     for key, kind in (("kernels", str), ("output_dir", str), ("progress", bool), ("metric", str),
                       ("wait_for_lock", bool), ("records_repair", bool), ("strict_data", bool)):
         if key in rest and not isinstance(rest[key], kind):

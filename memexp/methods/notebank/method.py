@@ -41,6 +41,7 @@ class NoteBank(Method[Archive]):
 
     def prepare(self, backbone: Backbone) -> None:
         self.adapter.prepare(backbone)
+        self.addressing(backbone)  # an address width the backbone cannot give stops the run before it starts
 
     def addressing(self, backbone: Backbone) -> tuple[ChannelLayout, AddressCompactor]:
         """The backbone's channel layout and the fixed compaction shared by notes and questions."""
