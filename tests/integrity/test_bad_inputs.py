@@ -1,12 +1,14 @@
 """Every failure a user can cause: one line naming the field (or file) and the fix, the documented exit
 code (2: configuration, 1: runtime, 130: Ctrl-C), no traceback, nothing a resume would trust."""
 
+import functools
 import json
 import math
 import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -97,12 +99,41 @@ BAD = [
      "bench.lengths=[512, 1024, 512]: 512 is listed twice"),
     ("an unset variable in a path", ["run", *TINY, "output_dir=$MEMEXP_NO_SUCH_VAR/runs"], 2,
      "output_dir='$MEMEXP_NO_SUCH_VAR/runs': the environment variable MEMEXP_NO_SUCH_VAR is not set"),
+    ("a YAML syntax error in a user's file", ["run", "--config-dir", "{confs}/bad_yaml", *TINY], 2,
+     "{confs}/bad_yaml/local/default.yaml:3:9: not valid YAML (while parsing a flow sequence; expected ','"),
+    ("an experiment without @package _global_", ["run", "--config-dir", "{confs}/no_package", *TINY,
+                                                  "experiment=mine"], 2,
+     "experiment: experiment/mine.yaml does not start with `# @package _global_`; add it"),
+    ("an experiment without @package _global_ nor defaults", ["run", "--config-dir", "{confs}/no_package_fields",
+                                                                *TINY, "experiment=mine"], 2,
+     "experiment: the experiment file does not start with `# @package _global_`"),
+    ("a wrong type in a user's YAML", ["run", "--config-dir", "{confs}/wrong_type", *TINY, "backbone=mine"], 2,
+     "backbone.prefill_chunk: Value 'abc' of type 'str' could not be converted to Integer (set in backbone/mine.yaml)"),
+    ("an override the lexer refuses", ["run", *TINY, "bench.lengths=[4096"], 2,
+     "bench.lengths=[4096: not a valid override (no viable alternative at input '[4096')"),
+    ("output_dir that reads as a float", ["run", *TINY, "output_dir=1e3"], 2,
+     "output_dir=1000.0: reads as a number, not a folder name; quote it"),
+    ("replay budget beyond every note", ["run", *TINY, "method=notebank", "method.chunk_size=128",
+                                         "method.replay_budget=1000"], 2,
+     "method.replay_budget=1000: more notes than this run can write (bench.lengths: at most 512 tokens, 4 chunks"),
 ]
+# user config folders the cases above name as {confs}/<folder>
+USER_CONFIGS = {
+    "bad_yaml/local/default.yaml": "# @package _global_\npaths:\n  root: [unclosed\n",
+    "no_package/experiment/mine.yaml": "defaults:\n  - override /method: plain\nbench:\n  num_samples: 2\n",
+    "no_package_fields/experiment/mine.yaml": "bench:\n  num_samples: 2\n",
+    "wrong_type/backbone/mine.yaml": "defaults:\n  - tiny_gdn_random\n  - _self_\nprefill_chunk: abc\n",
+}
 
 
 @pytest.mark.parametrize("args,code,expected", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
 def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected):
     out = tmp_path / "runs"
+    confs = tmp_path / "confs"
+    for name, text in USER_CONFIGS.items():
+        (confs / name).parent.mkdir(parents=True, exist_ok=True)
+        (confs / name).write_text(text)
+    args, expected = [a.replace("{confs}", str(confs)) for a in args], expected.replace("{confs}", str(confs))
     if args[0] == "run" and not any(a.startswith("output_dir=") for a in args):
         args = [*args, f"output_dir={out}"]
     result = memexp(*args, cwd=tmp_path if args[0] in ("train", "data") else None)
@@ -111,6 +142,9 @@ def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected)
     assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
     assert lines[0].startswith("memexp: ") and "Traceback" not in result.stderr
     assert not list(tmp_path.rglob("records.jsonl")) and not list(tmp_path.rglob("summary.json*"))
+    if code == 2:  # refused before anything is written: no run folder left behind (issue 45)
+        assert not list(tmp_path.rglob("provenance.json")) and not list(tmp_path.rglob("config.yaml")), \
+            "a run folder was created"
 
 
 # a record line whose fields are the wrong type: read like a corrupt line (issue 45)
@@ -206,6 +240,48 @@ def test_ctrl_c_says_what_was_recorded_and_how_to_resume(tmp_path):
     assert lines[0].endswith("resume with: " + shlex.join(["python", "-m", "memexp", "run", *args]))
     summary = json.loads((records.parent / "summary.json").read_text())
     assert summary["complete"] is False and summary["num_questions"] == n
+
+
+# Ctrl-C at 10 instants spread over a run's first 3 seconds (imports, composition, model loading):
+# exit 130, one line. The interpreter's own start (site, .pth files), before memexp's first line
+# runs, is Python's: the instants begin after 1.5 times that start as measured here.
+FRACTIONS = [i / 9 for i in range(10)]
+
+
+@functools.cache
+def _python_start() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], env=ENV, check=True)
+    return time.perf_counter() - t0
+
+
+def _interrupted(tmp_path, wait):
+    out = tmp_path / "runs"
+    args = [*TINY, "bench.num_samples=40", f"output_dir={out}"]
+    proc = subprocess.Popen(command("run", *args), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    before = wait(proc)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    return proc.returncode, before + stderr
+
+
+@pytest.mark.parametrize("fraction", FRACTIONS)
+def test_ctrl_c_at_any_instant_of_the_start_is_one_line_and_130(tmp_path, fraction):
+    start = 1.5 * _python_start()
+    instant = start + fraction * max(3.0 - start, 0.0)
+    code, stderr = _interrupted(tmp_path, lambda proc: time.sleep(instant) or "")
+    lines = error_lines(stderr)
+    assert code == 130 and len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert lines[0].startswith("memexp: interrupted"), lines[0]
+
+
+def test_ctrl_c_as_the_run_folder_opens(tmp_path):
+    """Inside the run's folder, before its first record: the line says so and how to resume."""
+    code, stderr = _interrupted(tmp_path, lambda proc: proc.stderr.readline())
+    lines = error_lines(stderr)
+    assert code == 130 and len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert lines[0].startswith("memexp: interrupted with 0 questions recorded in ") and "resume with:" in lines[0]
 
 
 def test_max_examples_is_not_complete(tmp_path):
