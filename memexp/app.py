@@ -15,8 +15,15 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from memexp.config import (GLOBAL_GROUPS, ConfigError, RunConfig, global_package_message, schema_node, store_schemas,
-                           validate)
+from memexp.config import (
+    GLOBAL_GROUPS,
+    ConfigError,
+    RunConfig,
+    global_package_message,
+    schema_node,
+    store_schemas,
+    validate,
+)
 from memexp.errors import command_line, exit_code, override_type_message
 from memexp.registry import BENCHES, METHODS
 

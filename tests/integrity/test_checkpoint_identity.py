@@ -81,7 +81,7 @@ def test_a_settled_file_is_hashed_once_and_a_touch_rehashes_to_the_same_key(tmp_
     os.utime(weights, ns=(HOUR_AGO_NS, HOUR_AGO_NS))
     reads = []
     stream = file_digest._stream_sha256
-    monkeypatch.setattr(file_digest, "_stream_sha256", 
+    monkeypatch.setattr(file_digest, "_stream_sha256",
                         lambda p: (reads.append(p) if p.name == weights.name else None) or stream(p))
     cfg = config(ckpt)
     first = run_key(cfg)[0]

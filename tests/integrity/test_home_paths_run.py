@@ -1,9 +1,9 @@
 """The README's place for machine settings, `paths: {root: ~/memexp}` in local/default.yaml, puts
 runs under the home folder, not into a literal `./~/memexp/` under the current folder."""
 
-from memexp_cli import ENV, TINY, command
-
 import subprocess
+
+from memexp_cli import ENV, TINY, command
 
 
 def test_a_root_under_home_in_local_yaml_runs_there(tmp_path):

@@ -5,11 +5,10 @@ import shutil
 
 import pytest
 
-from memexp import run_identity
 from memexp.app import load_config
 from memexp.config import ASSETS_DIR
 from memexp.registry import BENCHES
-from memexp.run_identity import file_fingerprint, hub_fingerprint, run_key
+from memexp.run_identity import hub_fingerprint, run_key
 
 TINY = ASSETS_DIR / "tiny_gdn"
 
