@@ -116,6 +116,8 @@ BAD = [
     ("replay budget beyond every note", ["run", *TINY, "method=notebank", "method.chunk_size=128",
                                          "method.replay_budget=1000"], 2,
      "method.replay_budget=1000: more notes than this run can write (bench.lengths: at most 512 tokens, 4 chunks"),
+    ("report over a truncated summary", ["report", "{confs}/report"], 1,
+     "report: {confs}/report/ruler/b/plain/bad/summary.json: unreadable (Unterminated string"),
 ]
 # user config folders the cases above name as {confs}/<folder>
 USER_CONFIGS = {
@@ -123,6 +125,12 @@ USER_CONFIGS = {
     "no_package/experiment/mine.yaml": "defaults:\n  - override /method: plain\nbench:\n  num_samples: 2\n",
     "no_package_fields/experiment/mine.yaml": "bench:\n  num_samples: 2\n",
     "wrong_type/backbone/mine.yaml": "defaults:\n  - tiny_gdn_random\n  - _self_\nprefill_chunk: abc\n",
+    # two run folders, one with a summary cut short: the other's table is printed, exit 1
+    "report/ruler/b/plain/good/config.yaml": "bench: {name: ruler}\nbackbone: {name: b}\nmethod: {name: plain}\n",
+    "report/ruler/b/plain/good/summary.json": '{"scores": {"t": {"512": 37.5}}, "by_length": {"512": 37.5}, '
+                                              '"by_task": {"t": 37.5}, "overall": 37.5, "num_questions": 2}\n',
+    "report/ruler/b/plain/bad/config.yaml": "bench: {name: ruler}\nbackbone: {name: b}\nmethod: {name: plain}\n",
+    "report/ruler/b/plain/bad/summary.json": '{"scores": {"t',
 }
 
 
@@ -141,6 +149,9 @@ def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected)
     assert result.returncode == code, result.stderr[-2000:]
     assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
     assert lines[0].startswith("memexp: ") and "Traceback" not in result.stderr
+    if args[0] == "report":  # the folders the report reads hold summaries; the readable one is reported
+        assert "b / plain    37.5" in result.stdout, result.stdout
+        return
     assert not list(tmp_path.rglob("records.jsonl")) and not list(tmp_path.rglob("summary.json*"))
     if code == 2:  # refused before anything is written: no run folder left behind (issue 45)
         assert not list(tmp_path.rglob("provenance.json")) and not list(tmp_path.rglob("config.yaml")), \

@@ -73,3 +73,7 @@ def test_a_training_recipe_output_expands(home):
 
     recipe = load_recipe(["recipe=tiny_gdn", "output=~/trained"])[0]
     assert recipe.output == f"{home}/trained"
+
+
+def test_output_dir_takes_a_folder_name_that_reads_as_an_integer(home):
+    assert load_config([*RUN, "output_dir=123"]).output_dir == "123"
