@@ -158,8 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the command line, not a caller in Python: Ctrl-C at any moment is one line, exit 130
         from memexp import interrupts
 
-        run = sys.argv[1:2] == ["run"]
-        interrupts.install("interrupted before any question was recorded" if run else "interrupted")
+        line = "interrupted"
+        if sys.argv[1:2] == ["run"]:
+            sweep = any(a in ("-m", "--multirun") for a in sys.argv)
+            line = ("interrupted; the same command resumes every run of the sweep where it stopped" if sweep
+                    else "interrupted before any question was recorded")
+        interrupts.install(line)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
