@@ -139,6 +139,8 @@ def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected)
     out = tmp_path / "runs"
     confs = tmp_path / "confs"
     for name, text in USER_CONFIGS.items():
+        if not any(a.startswith("{confs}/" + name.split("/")[0]) for a in args):
+            continue  # only the folder this case names: the others hold summaries the checks below refuse
         (confs / name).parent.mkdir(parents=True, exist_ok=True)
         (confs / name).write_text(text)
     args, expected = [a.replace("{confs}", str(confs)) for a in args], expected.replace("{confs}", str(confs))
