@@ -43,7 +43,9 @@ def _raise(signum, frame) -> None:
 
 @contextmanager
 def raising() -> Iterator[None]:
-    """Within: Ctrl-C raises KeyboardInterrupt (and is remembered, see `requested`)."""
+    """Within: Ctrl-C raises KeyboardInterrupt (and is remembered until the next `raising()`, see
+    `requested`)."""
+    _state["requested"] = False  # an interrupt a caller already handled is not this stretch's
     if threading.current_thread() is not threading.main_thread():
         yield
         return

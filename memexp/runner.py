@@ -125,9 +125,11 @@ def _run_in(folder: RunFolder, cfg: RunConfig, parts: tuple, sweep_group: str | 
                 bar.set_postfix(score=f"{sum(r.score for r in records) / len(records):.1f}")
         bar.close()
         summary = _summary(records, bench, seen)
-        if cfg.max_examples is not None and len(records) == len(done) and _complete_summary(folder, len(done)):
-            # a smoke run over a finished folder recorded nothing new: its summary stays the whole run's
-            summary = _complete_summary(folder, len(done))
+        # a smoke run over a finished folder that recorded nothing new keeps the whole run's summary
+        kept = _complete_summary(folder, len(done)) if cfg.max_examples is not None and len(records) == len(done) \
+            else None
+        if kept is not None:
+            summary = kept
         else:
             folder.write_summary(summary)
         sink.finish(summary)
