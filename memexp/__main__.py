@@ -26,8 +26,6 @@ import sys
 # starts its OpenMP pool, so it is set here before anything imports torch; the user's value wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from memexp.config import ConfigError  # noqa: E402  (after the OpenMP setting above)
-
 USAGE = __doc__
 # Hydra's shell-completion script calls the app with `-sc query=bash` and no command: it is `run`'s.
 COMPLETION_FLAGS = ("-sc", "--shell-completion")
@@ -35,6 +33,7 @@ COMPLETION_FLAGS = ("-sc", "--shell-completion")
 
 def _ls(argv: list[str]) -> int:
     from memexp.app import GROUPS, group_options
+    from memexp.config import ConfigError
     from memexp.registry import RECIPES
 
     if argv:
@@ -54,6 +53,8 @@ def _pop_flag(argv: list[str], flag: str) -> bool:
 
 
 def _pop_int(argv: list[str], key: str, default: int | None) -> int | None:
+    from memexp.config import ConfigError
+
     for a in list(argv):
         if a.startswith(key + "="):
             argv.remove(a)
@@ -168,6 +169,15 @@ COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the command line, not a caller in Python: Ctrl-C at any moment is one line, exit 130
+        from memexp import interrupts
+
+        line = "interrupted"
+        if sys.argv[1:2] == ["run"]:
+            sweep = any(a in ("-m", "--multirun") for a in sys.argv)
+            line = ("interrupted; the same command resumes every run of the sweep where it stopped" if sweep
+                    else "interrupted before any question was recorded")
+        interrupts.install(line)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)

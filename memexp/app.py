@@ -15,7 +15,15 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from memexp.config import ConfigError, RunConfig, schema_node, store_schemas, validate
+from memexp.config import (
+    GLOBAL_GROUPS,
+    ConfigError,
+    RunConfig,
+    global_package_message,
+    schema_node,
+    store_schemas,
+    validate,
+)
 from memexp.errors import command_line, exit_code, override_type_message
 from memexp.registry import BENCHES, METHODS
 
@@ -64,6 +72,17 @@ def _unaddressable_message(key: str, overrides: list[str], config_name: str, whe
     return f"{key}: not set by the chosen option; add it with +{key}=..."
 
 
+def quote_home(args: list[str]) -> list[str]:
+    """`field=~/x` (a shell that leaves `~` after `=` alone) quoted as `field='~/x'`: Hydra's lexer
+    refuses a bare `~` in a value, and the path expands when the config is validated."""
+    out = []
+    for a in args:
+        key, eq, value = a.partition("=")
+        bare = eq and not a.startswith("-") and value.startswith("~") and not set(value) & set("'\"\\")
+        out.append(f"{key}='{value}'" if bare else a)
+    return out
+
+
 def store_options() -> None:
     """Every schema in Hydra's ConfigStore (see `store_schemas`), and a method or benchmark that is
     registered but has no YAML in conf/ (an outside package's) as a group option made of its
@@ -106,7 +125,7 @@ def compose(overrides: list[str], config_name: str = "config", config_dir: str |
     GlobalHydra.instance().clear()
     try:
         hydra = Hydra.create_main_hydra2(task_name="memexp", config_search_path=search_path(config_dir, config_path))
-        cfg = hydra.compose_config(config_name, overrides, run_mode=RunMode.RUN)
+        cfg = hydra.compose_config(config_name, quote_home(overrides), run_mode=RunMode.RUN)
     except ConfigError:
         raise
     except Exception as e:
@@ -247,6 +266,11 @@ def _unknown_key(e: Exception) -> str | None:
 def _hydra_message(e: Exception, overrides: list[str]) -> str:
     """One line from Hydra's multi-line composition errors."""
     text = str(e)
+    yaml_error = _yaml_message(e)
+    if yaml_error is not None:
+        return yaml_error
+    if type(e).__name__ == "OverrideParseException":
+        return _override_syntax_message(e, overrides)
     m = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
     if m:
         group, option = m.group(1), m.group(2)
@@ -254,16 +278,24 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
         close = difflib.get_close_matches(option, allowed, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
         return f"{group}={option}: {hint}allowed values are {', '.join(allowed)}"
-    cause = e.__cause__
+    # Hydra chains the OmegaConf error as the cause of an override's failure, as the context of a
+    # YAML file's (a user's file in --config-dir: "In 'backbone/mine': ValidationError ...")
+    cause = e.__cause__ or e.__context__
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
         if isinstance(cause, (ConfigKeyError, ConfigAttributeError)):  # a field no schema has: foo=1, paths.foo=1
             return _unknown_field_message(cause.full_key)
         # a value the schema's type rejects while composing, e.g. method.chunk_size=abc
-        return override_type_message(cause.full_key, str(cause).splitlines()[0], overrides)
+        where = re.match(r"In '([^']+)'", text)
+        return override_type_message(cause.full_key, str(cause).splitlines()[0], overrides) + (
+            f" (set in {where.group(1)}.yaml)" if where else "")
     m = re.search(r"Ambiguous value for argument '\+*([^=']+)=([^']*)'", text)
     if m:
         return _sweep_or_list_message(m.group(1), m.group(2))
     m = re.search(r"Could not override '([^']+)'", text)
+    if m and re.match(r"[\w/]+@(\w+)\.", m.group(1)) and m.group(1).split("@")[1].split(".")[0] in GLOBAL_GROUPS:
+        group = m.group(1).split("@")[1].split(".")[0]  # backbone@experiment.backbone: an override in its defaults
+        chosen = [o.split("=", 1)[1] for o in overrides if o.lstrip("+~").split("=", 1)[0] == group]
+        return global_package_message(group, chosen[-1] if chosen else None)
     if m:
         key = m.group(1)
         return f"{key}: unknown field (to add a new key use +{key}=...; see `python -m memexp ls`)"
@@ -279,6 +311,34 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
         return type(e).__name__
     # Hydra's "In 'x': SomeError raised while composing config:" says what only its next line
     return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+
+
+def _yaml_message(e: BaseException) -> str | None:
+    """A YAML syntax error in a config file, with the file, line and column it is at."""
+    import yaml
+
+    error = next((x for x in (e, e.__cause__, e.__context__) if isinstance(x, yaml.MarkedYAMLError)), None)
+    if error is None:
+        return None
+    mark = error.context_mark or error.problem_mark  # where the unclosed bracket or quote opened
+    where = f"{mark.name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else "a config file"
+    what = "; ".join(part for part in (error.context, error.problem) if part)
+    return f"{where}: not valid YAML ({what})"
+
+
+def _override_syntax_message(e: Exception, overrides: list[str]) -> str:
+    """An override Hydra's lexer or parser refuses, named (each is parsed alone to find it)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for o in overrides:
+        try:
+            parser.parse_overrides([o])
+        except Exception as one:
+            detail = (str(one).strip().splitlines() or [type(one).__name__])[0]
+            return (f"{o}: not a valid override ({detail}); close every bracket and quote, and quote a value with "
+                    f"special characters: key='value'")
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _sweep_or_list_message(key: str, value: str) -> str:
@@ -376,6 +436,7 @@ def hydra_run(argv: list[str]) -> int:
 
     import hydra
 
+    argv = quote_home(argv)
     args = _hydra_args(argv)
     where = {"config_dir": args.config_dir, "config_path": args.config_path}
     if not (args.help or args.hydra_help or args.shell_completion):

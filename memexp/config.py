@@ -11,6 +11,7 @@ in their defaults list.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from contextlib import contextmanager
@@ -58,6 +59,36 @@ def portable_assets(value: Any) -> Any:
 
 if not OmegaConf.has_resolver("memexp_asset"):
     OmegaConf.register_new_resolver("memexp_asset", asset_path)
+
+
+# Fields that name a file or folder: `~` and $VARIABLES in them expand wherever they are set (command
+# line, a user's YAML, an interpolation such as output_dir: ${paths.runs}), so a run never writes
+# into a literal `./~/` or `./$HOME/` folder. Every field of `paths` is one; `*_path` fields too.
+PATH_FIELD_NAMES = ("output_dir", "cache_dir", "pretrained", "tokenizer", "adapter", "init_from", "output")
+_UNSET_VARIABLE = re.compile(r"\$(\w+|\{[^}]*\})")
+
+
+def is_path_field(group: str, name: str) -> bool:
+    return group == "paths" or name in PATH_FIELD_NAMES or name.endswith("_path")
+
+
+def expand_path(field_path: str, value: Any) -> Any:
+    """`value` with `~` and environment variables expanded; a variable that is not set stops the run
+    (it would otherwise become a folder named after it)."""
+    if not isinstance(value, str):
+        return value
+    expanded = os.path.expanduser(os.path.expandvars(value))
+    unset = _UNSET_VARIABLE.search(expanded)
+    if unset:
+        name = unset.group(1).strip("{}")
+        raise ConfigError(f"{field_path}={value!r}: the environment variable {name} is not set; set it, or "
+                          f"write the path out")
+    return expanded
+
+
+if not OmegaConf.has_resolver("memexp_path"):
+    # hydra.sweep.dir: ${memexp_path:${paths.multirun}}/...
+    OmegaConf.register_new_resolver("memexp_path", lambda value: expand_path("paths.multirun", value))
 
 
 def _choice(path: str, value: Any, allowed: tuple) -> None:
@@ -108,6 +139,18 @@ def _tasks(path: str, tasks: list, allowed: tuple) -> None:
         raise ConfigError(f"{path} is empty: allowed values are {', '.join(allowed)}")
     for t in tasks:
         _choice(path, t, allowed)
+    _distinct(path, tasks)
+
+
+def _distinct(path: str, values: list) -> None:
+    """An axis of the run is a set: a value listed twice would run its questions twice under the
+    same record keys, and the folder would never read as complete again."""
+    seen = set()
+    for v in values:
+        if v in seen:
+            listed = ", ".join(map(str, values))
+            raise ConfigError(f"{path}=[{listed}]: {v} is listed twice; list each value once")
+        seen.add(v)
 
 
 def _optional_at_least(path: str, value: Any, low: float) -> None:
@@ -266,6 +309,9 @@ def _build(schema: type, node: Any, path: str):
             raise ConfigError(f"{path}.{key}: unknown field; allowed fields are {', '.join(sorted(known))}")
     try:
         merged = OmegaConf.merge(OmegaConf.structured(schema), node)
+        for f in fields(schema):
+            if is_path_field(path, f.name) and isinstance(merged[f.name], str):
+                merged[f.name] = expand_path(f"{path}.{f.name}", merged[f.name])
         return OmegaConf.to_object(merged)
     except ConfigError:
         raise
@@ -324,6 +370,17 @@ def check_local_paths(group: str, node: Any) -> None:
             raise ConfigError(f"{group}.{f.name}={value!r}: no such file or directory")
 
 
+# groups whose files set fields of the whole run; without `# @package _global_` Hydra nests a file's
+# fields under its group's name (experiment.bench.num_samples) and its defaults list's overrides fail
+GLOBAL_GROUPS = ("experiment", "local", "hparams_search")
+
+
+def global_package_message(group: str, option: str | None = None) -> str:
+    name = f"{group}/{option}.yaml" if option else f"the {group} file"
+    return (f"{group}: {name} does not start with `# @package _global_`; add it as the file's first line "
+            f"(the {group} group's files set fields of the whole run, e.g. bench.num_samples)")
+
+
 def validate(cfg: DictConfig) -> RunConfig:
     """The composed config as typed dataclasses, or ConfigError naming the bad field."""
     for group in ("backbone", "method", "bench", "logger"):
@@ -332,6 +389,8 @@ def validate(cfg: DictConfig) -> RunConfig:
     top = {k: cfg[k] for k in cfg if k not in ("backbone", "method", "bench", "logger", "hydra", "paths")}
     run_fields = {f.name for f in fields(RunConfig)}
     for key in top:
+        if key in GLOBAL_GROUPS:
+            raise ConfigError(global_package_message(key))
         if key not in run_fields:
             raise ConfigError(f"{key}: unknown field; allowed top-level fields are {', '.join(sorted(run_fields))}")
     backbone = _build(BackboneConfig, cfg.backbone, "backbone")
@@ -346,10 +405,17 @@ def validate(cfg: DictConfig) -> RunConfig:
         rest = OmegaConf.to_object(OmegaConf.merge(OmegaConf.create({k: v for k, v in top.items()})))
     except OmegaConfBaseException as e:
         raise ConfigError(str(e).splitlines()[0]) from None
+    if isinstance(rest.get("output_dir"), int) and not isinstance(rest["output_dir"], bool):
+        rest["output_dir"] = str(rest["output_dir"])  # output_dir=123: a folder named 123
+    if isinstance(rest.get("output_dir"), (float, bool)):  # 1e3 reads as 1000.0: the folder name typed is lost
+        raise ConfigError(f"output_dir={rest['output_dir']!r}: reads as a number, not a folder name; quote it, "
+                          f"e.g. output_dir='1e3'")
     for key, kind in (("kernels", str), ("output_dir", str), ("progress", bool), ("metric", str),
                       ("wait_for_lock", bool), ("records_repair", bool), ("strict_data", bool)):
         if key in rest and not isinstance(rest[key], kind):
             raise ConfigError(f"{key}={rest[key]!r}: expected {kind.__name__}")
+    if isinstance(rest.get("output_dir"), str):
+        rest["output_dir"] = expand_path("output_dir", rest["output_dir"])
     for key in ("threads", "max_examples"):
         if key in rest and rest[key] is not None and (not isinstance(rest[key], int) or isinstance(rest[key], bool)):
             raise ConfigError(f"{key}={rest[key]!r}: expected an integer or null")

@@ -15,6 +15,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from memexp import interrupts
+
 CONFIG_ERRORS = ("ConfigError", "RegistryError")
 RUNTIME_ERRORS = ("BackboneLoadError", "BenchmarkDataError", "MissingData", "RunLockedError",
                   "RecordsCorruptError", "StrictDataError")
@@ -50,7 +52,7 @@ def classify(error: BaseException, command: str, subcommand: str = "run") -> tup
         return 1, first
     if isinstance(error, RunInterrupted):
         return 130, f"{error}; resume with: {command}"
-    if isinstance(error, KeyboardInterrupt):
+    if isinstance(error, KeyboardInterrupt) or interrupts.requested():  # whatever error Ctrl-C turned into
         return 130, "interrupted before any question was recorded" if subcommand == "run" else "interrupted"
     if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
         where = f" {error.filename}" if error.filename else ""

@@ -15,6 +15,7 @@ one conversion) is what `RunFolder.load_records` returns and what `RunFolder.app
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field, fields
@@ -54,6 +55,25 @@ class Record:
     # the context around each reference answer (memexp.excerpts), for a question view; None: not kept
     context_excerpts: list[dict[str, Any]] | None = None
 
+    def __post_init__(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            raise ValueError(f"record {self.key}: {problem}")
+
+    def problem(self) -> str | None:
+        """What makes this record unusable (a field of the wrong type; a score that is not a finite
+        number in [0, 100], the range of every metric), or None: such a record would crash a
+        resume or carry NaN into a summary, so it is never written, and a line holding one is
+        read as a corrupt line."""
+        for name, kinds in _FIELD_TYPES.items():
+            value = getattr(self, name)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                allowed = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+                return f"{name} is {json.dumps(value, default=repr)}, not {allowed}"
+        if not (math.isfinite(self.score) and 0 <= self.score <= 100):
+            return f"score is {self.score!r}, not a finite number in [0, 100]"
+        return None
+
     @property
     def key(self) -> tuple[str, str]:
         return (str(self.example_id), str(self.question_id))
@@ -71,6 +91,12 @@ class Record:
 
 
 _RECORD_FIELDS = frozenset(f.name for f in fields(Record))
+_NONE = type(None)
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "example_id": (str, int), "question_id": (str, int), "task": (str,), "length": (int, str),
+    "question": (str, _NONE), "prediction": (str,), "references": (list,), "score": (int, float), "metric": (str,),
+    "tokens": (dict,), "seconds": (dict,), "method_stats": (dict,), "costs": (dict, _NONE), "source": (str, _NONE),
+    "context_excerpts": (list, _NONE)}
 _OPTIONAL = ("question", "costs", "source", "context_excerpts")
 
 

@@ -122,6 +122,20 @@ def check_context_fields(cfg: RunConfig) -> None:
         if isinstance(value, int) and value > tokens:
             raise ConfigError(f"method.{name}={value}: longer than every context of this run ({source}: at most "
                               f"{tokens} tokens), so it cannot act; choose method.{name} <= {tokens}")
+    check_replay_budget(cfg.method, tokens, source)
+
+
+def check_replay_budget(method, tokens: int, source: str) -> None:
+    """Notes replayed per question (R) beyond the notes the longest context can write (W per
+    chunk of C tokens) are refused, as an oversized chunk or span budget is: R would not be the R run."""
+    replay, write, chunk = (getattr(method, n, None) for n in ("replay_budget", "write_budget", "chunk_size"))
+    if not all(isinstance(v, int) for v in (replay, write, chunk)):
+        return
+    most = -(-tokens // chunk) * write
+    if replay > most:
+        raise ConfigError(f"method.replay_budget={replay}: more notes than this run can write ({source}: at most "
+                          f"{tokens} tokens, {-(-tokens // chunk)} chunks of method.chunk_size={chunk} x "
+                          f"method.write_budget={write} = {most} notes); choose method.replay_budget <= {most}")
 
 
 def check_model_shape(model: dict, where: str = "backbone.model") -> None:

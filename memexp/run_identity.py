@@ -8,11 +8,11 @@ metrics (`memexp.benchmarks.metrics.VERSION`). So:
 - new weights at the same path, or an edited data file, give a new folder, never a silent resume;
 - a hub id is named by the commit of its local snapshot when one is cached, else by id + revision.
 
-Fingerprints stay cheap for 17 GB checkpoints: a file up to `WHOLE_FILE_BYTES` is hashed whole;
-a larger .safetensors file by its size, its JSON header (8-byte little-endian length, then the
-header) and `SAMPLES` evenly spaced blocks of its tensor data (new weights differ everywhere, so a
-retrained checkpoint with the header of the old one still changes the key); any other large file
-(a dataset) is streamed whole, as the results read every row of it.
+A file's fingerprint is its size and the SHA-256 of every byte (memexp.file_digest): a change
+to any one tensor of a checkpoint gives a new folder. The digest of a large file is cached
+beside the Hugging Face cache, keyed by the file's path, size, timestamps and inode, so a 17 GB
+checkpoint is read once, not on every run. (Before, files over 64 MiB were fingerprinted from
+16 sampled blocks, which missed most single-tensor changes; their keys changed with this.)
 
 `provenance(...)` records what does not enter the key but explains a result: memexp's version,
 the git commit, library versions, the host.
@@ -33,9 +33,6 @@ from pathlib import Path
 from typing import Any
 
 IDENTITY_VERSION = 1  # bump when the key's recipe changes (every folder name changes with it)
-WHOLE_FILE_BYTES = 64 * 2**20
-SAMPLES = 16
-SAMPLE_BYTES = 64 * 2**10
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
 
 # Fields that change how a run is watched, scheduled or where it writes, not what it computes.
@@ -56,25 +53,10 @@ METHOD_FIELDS_ADDED = (("adapter", None), ("layers", None), ("router_model", "BA
 
 
 def file_fingerprint(path: Path) -> dict[str, Any]:
-    """{"size", "sha256"} of one file (see the module docstring for large weight files)."""
-    size = path.stat().st_size
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        if size <= WHOLE_FILE_BYTES or path.suffix not in WEIGHT_SUFFIXES:
-            for block in iter(lambda: f.read(2**20), b""):
-                h.update(block)
-            return {"size": size, "sha256": h.hexdigest()}
-        start = 0
-        if path.suffix == ".safetensors":
-            head = f.read(8)
-            n = int.from_bytes(head, "little")
-            h.update(head + f.read(n))  # the header: every tensor's name, dtype, shape, offsets
-            start = 8 + n
-        span = max(size - start - SAMPLE_BYTES, 0)
-        for i in range(SAMPLES):
-            f.seek(start + span * i // max(SAMPLES - 1, 1))
-            h.update(f.read(SAMPLE_BYTES))
-    return {"size": size, "sha256": h.hexdigest(), "sampled": True}
+    """{"size", "sha256"} of one file, every byte of it (memexp.file_digest caches large ones)."""
+    from memexp.file_digest import file_sha256
+
+    return {"size": path.stat().st_size, "sha256": file_sha256(path)}
 
 
 def path_fingerprint(path: Path) -> dict[str, Any]:

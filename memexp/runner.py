@@ -16,7 +16,7 @@ from typing import Iterator
 import torch
 from tqdm import tqdm
 
-from memexp import shards
+from memexp import interrupts, shards
 from memexp.backbones.base import InputFeed
 from memexp.benchmarks import build_benchmark
 from memexp.benchmarks.base import Benchmark, Example, Question
@@ -46,32 +46,53 @@ def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None
     set_kernels(cfg.kernels)
     key, ident = run_key(cfg, fetch=True)
     folder = RunFolder(folder_path(cfg, key))
-    folder.path.mkdir(parents=True, exist_ok=True)
-    with RunLock(folder.path, wait=cfg.wait_for_lock), collecting(cfg.strict_data) as skipped:
-        folder.prepare(asdict(cfg))
-        write_provenance(folder.path, ident)
+    check_not_locked(folder.path, cfg.wait_for_lock)  # before loading a model only to find the folder taken
+    # whatever can still refuse the run (a checkpoint that does not load, a method that does not fit
+    # the backbone) refuses it before its folder exists: a failed start leaves no empty run folder
+    backbone, method, bench = _build(cfg)
+    # from here Ctrl-C stops the run cleanly (partial summary, how to resume), whatever it interrupts
+    with interrupts.raising():
         try:
-            return _run_in(folder, cfg, sweep_group, labels, skipped)
-        except KeyboardInterrupt:
+            folder.path.mkdir(parents=True, exist_ok=True)
+            with RunLock(folder.path, wait=cfg.wait_for_lock), collecting(cfg.strict_data) as skipped:
+                folder.prepare(asdict(cfg))
+                write_provenance(folder.path, ident)
+                return _run_in(folder, cfg, (backbone, method, bench), sweep_group, labels, skipped)
+        except BaseException as e:
+            if not (isinstance(e, KeyboardInterrupt) or interrupts.requested()):
+                raise
             recorded = folder.records_path.read_bytes().count(b"\n") if folder.records_path.exists() else 0
             raise RunInterrupted(folder.path, recorded) from None
 
 
-def _run_in(folder: RunFolder, cfg: RunConfig, sweep_group: str | None, labels: list[str] | None,
-            skipped: SkippedRows) -> dict:
-    """The run itself, in its prepared and locked folder."""
+def check_not_locked(path, wait: bool) -> None:
+    """RunLockedError now when another process holds an existing run folder (and `wait` is off)."""
+    if not wait and path.is_dir():
+        with RunLock(path):
+            pass
+
+
+def _build(cfg: RunConfig) -> tuple:
+    """The run's backbone (loaded), method (prepared on it) and benchmark."""
     from memexp.backbones import load_backbone
     from memexp.methods import build_method
-
-    done = folder.records(repair=cfg.records_repair)
-    done_keys = {r.key for r in done}
-    print(f"[memexp] run folder: {folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
 
     backbone = load_backbone(cfg.backbone)
     method = build_method(cfg.method)
     method.prepare(backbone)
     bench = build_benchmark(cfg.bench)
     bench.size_with(InputFeed(backbone, cfg.backbone.chat))
+    return backbone, method, bench
+
+
+def _run_in(folder: RunFolder, cfg: RunConfig, parts: tuple, sweep_group: str | None, labels: list[str] | None,
+            skipped: SkippedRows) -> dict:
+    """The run itself, in its prepared and locked folder, with `_build`'s parts."""
+    backbone, method, bench = parts
+    done = folder.records(repair=cfg.records_repair)
+    done_keys = {r.key for r in done}
+    print(f"[memexp] run folder: {folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
+
     examples = bench.examples(backbone.tokenizer)
     total = bench.num_examples()
     if total is None:
@@ -107,7 +128,13 @@ def _run_in(folder: RunFolder, cfg: RunConfig, sweep_group: str | None, labels: 
                 bar.set_postfix(score=f"{sum(r.score for r in records) / len(records):.1f}")
         bar.close()
         summary = _summary(records, bench, seen)
-        folder.write_summary(summary)
+        # a smoke run over a finished folder that recorded nothing new keeps the whole run's summary
+        kept = _complete_summary(folder, len(done)) if cfg.max_examples is not None and len(records) == len(done) \
+            else None
+        if kept is not None:
+            summary = kept
+        else:
+            folder.write_summary(summary)
         sink.finish(summary)
     except BaseException:
         _summary_on_failure(folder, records, bench, seen, sink)
@@ -115,6 +142,20 @@ def _run_in(folder: RunFolder, cfg: RunConfig, sweep_group: str | None, labels: 
     title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
     print(format_table(summary, title))
     return summary
+
+
+def _complete_summary(folder: RunFolder, recorded: int) -> dict | None:
+    """The folder's summary.json when it describes a complete run of exactly the `recorded`
+    questions on disk; None otherwise (none yet, unreadable, partial or stale)."""
+    import json
+
+    try:
+        summary = json.loads(folder.summary_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(summary, dict) and summary.get("complete") is True and summary.get("num_questions") == recorded:
+        return summary
+    return None
 
 
 def _summary_on_failure(folder: RunFolder, records: list[Record], bench: Benchmark, seen: dict, sink) -> None:

@@ -168,6 +168,27 @@ def report(row: SourceRow, problem: str) -> None:
     log.warning("%s row %d: %s (skipped)", row.source, row.index + 1, problem)
 
 
+def rows_by_subset(rows: Iterable[SourceRow], subset_of: Callable[[dict], Any], known: Iterable[str],
+                   field: str) -> dict[str, list[SourceRow]]:
+    """A single file's rows grouped by the subset each names (`subset_of(row)`, the row's `field`).
+    A row that names none, or a subset the benchmark does not have, is reported (skipped and
+    counted), as a folder's malformed rows are: never dropped in silence."""
+    known = set(known)
+    out: dict[str, list[SourceRow]] = {}
+    for row in rows:
+        if not isinstance(row.data, dict):
+            report(row, f"expected a JSON object, got {type(row.data).__name__}")
+            continue
+        name = subset_of(row.data)
+        if name is None or name == "":
+            report(row, f"missing field '{field}'")
+        elif name not in known:
+            report(row, f"{field} is not a subset of this benchmark ({name!r})")
+        else:
+            out.setdefault(name, []).append(row)
+    return out
+
+
 def row_problem(data: Any, fields: dict[str, type | tuple[type, ...]], nonempty: tuple[str, ...] = ()) -> str | None:
     """What is wrong with a record, or None: a missing field, a field of the wrong type, or
     an empty one among `nonempty`."""

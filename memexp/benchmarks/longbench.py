@@ -39,9 +39,12 @@ class LongBench(Benchmark):
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
         root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg.hub_id, d),
                             LOCAL)
+        # one file of every subset is read and checked once (its bad rows counted once)
+        by_subset = data.rows_by_subset(data.read_rows(root), lambda r: r.get("dataset"), TASKS, "dataset") \
+            if root.is_file() else None
         for name in self.cfg.tasks:
             task = TASKS[name]
-            rows = subset_rows(root, name)
+            rows = by_subset.get(name, []) if by_subset is not None else subset_rows(root, name)
             fields = {**FIELDS, "all_classes": list} if task.metric == "classification" else FIELDS
             rows = data.require_rows(data.valid_rows(rows, fields, nonempty=("context",)), NAME, f"{root} ({name})")
             for row in rows[: self.cfg.num_samples]:
@@ -99,10 +102,8 @@ def length_bucket(words: int) -> str:
 
 
 def subset_rows(root: Path, name: str) -> list[data.SourceRow]:
-    """A folder holds <subset>.jsonl (also under data/, as in the official zip); a single
-    file holds rows of any subsets, told apart by their `dataset` field."""
-    if root.is_file():
-        return [r for r in data.read_rows(root) if isinstance(r.data, dict) and r.data.get("dataset") == name]
+    """A folder holds <subset>.jsonl (also under data/, as in the official zip); a single file
+    holds rows of any subsets, told apart by their `dataset` field (`LongBench.examples`)."""
     for path in (root / f"{name}.jsonl", root / "data" / f"{name}.jsonl"):
         if path.is_file():
             return data.read_rows(path)

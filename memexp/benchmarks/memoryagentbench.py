@@ -51,9 +51,13 @@ class MemoryAgentBench(Benchmark):
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
         root = data.resolve(NAME, self.cfg.data_path, self.cfg.cache_dir, lambda d: fetch(self.cfg, d),
                             LOCAL)
+        # one file of every source is read and checked once (its bad rows counted once)
+        by_source = data.rows_by_subset(data.read_rows(root), _source, TASKS, "metadata.source") \
+            if not root.is_dir() else None
         for source in self.cfg.tasks:
             task = TASKS[source]
-            rows = [r for r in source_rows(root, source) if _well_formed(r)]
+            rows = by_source.get(source, []) if by_source is not None else source_rows(root, source)
+            rows = [r for r in rows if _well_formed(r)]
             rows = data.require_rows(rows, NAME, f"{root} ({source})")
             for row in rows[: task.max_contexts]:
                 yield self.example(task, row, tokenizer)
@@ -161,14 +165,12 @@ def _well_formed(row: data.SourceRow) -> bool:
 
 
 def source_rows(root: Path, source: str) -> list[data.SourceRow]:
-    """A folder holds <source>.jsonl; a single .jsonl / .json holds rows of any sources,
-    told apart by metadata.source (or a top-level `source`)."""
-    if root.is_dir():
-        path = root / f"{source}.jsonl"
-        if not path.is_file():
-            raise data.BenchmarkDataError(f"bench={NAME}: {path} not found; {data.fix_hint(NAME, LOCAL)}")
-        return data.read_rows(path)
-    return [r for r in data.read_rows(root) if isinstance(r.data, dict) and _source(r.data) == source]
+    """A folder holds <source>.jsonl; a single .jsonl / .json holds rows of any sources, told
+    apart by metadata.source or a top-level `source` (`MemoryAgentBench.examples`)."""
+    path = root / f"{source}.jsonl"
+    if not path.is_file():
+        raise data.BenchmarkDataError(f"bench={NAME}: {path} not found; {data.fix_hint(NAME, LOCAL)}")
+    return data.read_rows(path)
 
 
 def fetch(cfg: MemoryAgentBenchConfig, dest: Path) -> None:

@@ -117,7 +117,8 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"memexp: report: {missing[0]}: no such folder", file=sys.stderr)
         return 2
-    runs = find_runs([Path(r) for r in args.roots])
+    unreadable: list[str] = []
+    runs = find_runs([Path(r) for r in args.roots], unreadable)
     if not runs:
         print(f"memexp: report: no run folders (config.yaml with summary.json or records.jsonl) under "
               f"{', '.join(args.roots)}", file=sys.stderr)
@@ -142,4 +143,4 @@ def main(argv: list[str]) -> int:
     written = write_report(runs, args.tables and Path(args.tables), args.figures and Path(args.figures), paper)
     if written:
         print(f"[memexp report] wrote {len(written)} files: {', '.join(sorted({str(w.parent) for w in written}))}")
-    return 0
+    return 1 if unreadable else 0  # the report is made, but not of every folder asked for

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from memexp.report.labels import config_key
-from memexp.report.reading import read_records, read_summary
+from memexp.report.reading import UnreadableRunError, read_records, read_summary
 from memexp.shards import ShardMergeError, merge_shards
 
 # The pointer a sweep job folder (multirun/<date>/<time>/<job>/) holds to its run folder.
@@ -133,16 +133,40 @@ def _follow(pointer: Path) -> Path | None:
     return None
 
 
-def find_runs(roots: list[Path]) -> list[Run]:
+def find_runs(roots: list[Path], unreadable: list[str] | None = None) -> list[Run]:
     """Every run under `roots` (run folders, or sweep folders with pointers), each once; shards
-    of one configuration (configs equal but for bench.shard) merged into one run."""
+    of one configuration (configs equal but for bench.shard) merged into one run. A folder whose
+    config, summary or records cannot be read is left out with one line on stderr, also appended
+    to `unreadable`: the rest of the report is still made."""
     seen: dict[Path, None] = {}
     for root in roots:
         for folder in _run_folders(Path(root)):
             seen.setdefault(folder.resolve(), None)
-    runs = [Run(path=f, config=yaml.safe_load((f / "config.yaml").read_text()) or {}, summary=read_summary(f))
-            for f in seen]
+    runs = []
+    for f in seen:
+        try:
+            runs.append(_read_run(f))
+        except UnreadableRunError as e:
+            print(f"memexp: report: {e}; left out of the report", file=sys.stderr)
+            if unreadable is not None:
+                unreadable.append(str(e))
     return _merge_sharded(runs)
+
+
+def _read_run(folder: Path) -> Run:
+    config_path, records_path = folder / "config.yaml", folder / "records.jsonl"
+    try:
+        config = yaml.safe_load(config_path.read_text()) or {}
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        raise UnreadableRunError(f"{config_path}: unreadable ({str(e).splitlines()[0]})") from None
+    if not isinstance(config, dict):
+        raise UnreadableRunError(f"{config_path}: unreadable (not a mapping of fields)")
+    if records_path.exists():
+        try:  # read lazily by the figures: a folder whose records cannot be opened is named now
+            records_path.open("rb").close()
+        except OSError as e:
+            raise UnreadableRunError(f"{records_path}: unreadable ({e.strerror or e})") from None
+    return Run(path=folder, config=config, summary=read_summary(folder))
 
 
 def _is_shard(run: Run) -> bool:

@@ -129,6 +129,43 @@ def test_single_file_with_dataset_field(tmp_path):
     assert [e.id for e in examples] == ["qmsum/qmsum-0", "qmsum/qmsum-1"]
 
 
+def _mixed_file(tmp_path):
+    """One file of every subset with rows a folder's loader would skip, and rows no subset takes."""
+    no_dataset = {k: v for k, v in record("qmsum", 9).items() if k != "dataset"}
+    rows = [json.dumps(record("qmsum", 0)), json.dumps(no_dataset), json.dumps(record("nope", 1)), "[1, 2]",
+            "{not json", json.dumps(record("trec", 0))]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_single_files_rows_without_a_subset_are_counted_once(tmp_path):
+    from memexp.benchmarks import skipped_rows
+
+    path = _mixed_file(tmp_path)
+    with skipped_rows.collecting() as skipped:
+        ids = [e.id for e in bench(path, tasks=["qmsum", "trec"]).examples(TOK)]
+    assert ids == ["qmsum/qmsum-0", "trec/trec-0"]
+    summary = skipped.summary()
+    assert summary["total"] == 4  # each bad row once, though two subsets were read from the file
+    rows = {r["row"]: r["problem"] for item in summary["by_reason"].values() for r in item["rows"]}
+    assert rows == {2: "missing field 'dataset'", 3: "dataset is not a subset of this benchmark ('nope')",
+                    4: "expected a JSON object, got list", 5: rows[5]}
+    assert rows[5].startswith("not valid JSON")
+
+
+def test_a_single_file_run_says_it_skipped_rows(tmp_path):
+    """The issue's case: 1 of 3 rows scored, the other two not counted, `complete: true`."""
+    from memexp_subprocess import memexp_run
+
+    path = tmp_path / "mixed.jsonl"
+    no_dataset = {k: v for k, v in record("qmsum", 9).items() if k != "dataset"}
+    path.write_text("\n".join(json.dumps(r) for r in (record("qmsum", 0), no_dataset, record("nope", 1))) + "\n")
+    summary = memexp_run(tmp_path, "bench=longbench", f"bench.data_path={path}", "bench.tasks=[qmsum]",
+                         "bench.max_new_tokens=3", "bench.max_length=256")
+    assert summary["num_questions"] == 1 and summary["skipped_rows"]["total"] == 2
+
+
 def test_malformed_rows_are_reported_with_file_and_row(tmp_path, caplog):
     rows = [json.dumps(record("triviaqa", 0)), "{not json",
             json.dumps({k: v for k, v in record("triviaqa", 2).items() if k != "answers"}),

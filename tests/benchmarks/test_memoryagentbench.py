@@ -276,3 +276,19 @@ def test_memory_starts_with_the_first_wrapped_chunk(tmp_path):
     write(tmp_path / "ruler_qa1_197K.jsonl", [row("ruler_qa1_197K", chunks=["Chunk one."])])
     ex = next(bench(tmp_path, tasks=["ruler_qa1_197K"]).examples(TOK))
     assert ex.context.startswith("Dialogue between User and Assistant T\\n<User>")
+
+
+def test_a_single_files_rows_without_a_known_source_are_counted(tmp_path):
+    from memexp.benchmarks import skipped_rows
+
+    source = next(iter(TASKS))
+    unnamed = row(source)
+    unnamed["metadata"] = {}
+    path = write(tmp_path / "all.jsonl", [row(source), unnamed, row("no_such_source"), ["a list"]])
+    with skipped_rows.collecting() as skipped:
+        examples = list(bench(path, tasks=[source], chunker="approximate").examples(TOK))
+    assert len(examples) == 1
+    rows = {r["row"]: r["problem"] for item in skipped.summary()["by_reason"].values() for r in item["rows"]}
+    assert rows == {2: "missing field 'metadata.source'",
+                    3: "metadata.source is not a subset of this benchmark ('no_such_source')",
+                    4: "expected a JSON object, got list"}

@@ -17,18 +17,29 @@ def sh(args, cwd, env=None, timeout=300):
     return out.stdout
 
 
+def see_this_environment(python):
+    """The packages of the environment running the tests (torch, hydra, ...), without downloading
+    them again, for the new venv's `python`. Not `venv --system-site-packages`: when the tests run
+    in a virtualenv (the usual install), that shows the base interpreter's packages, not the
+    virtualenv's. The wheel's memexp is still the one imported (checked by the caller), ahead of
+    any editable install found here."""
+    purelib = sh([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], Path.cwd()).strip()
+    ours = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+    lines = "".join(f"import site; site.addsitedir({p!r})\n" for p in ours)
+    (Path(purelib) / "_memexp_test_environment.pth").write_text(lines)
+
+
 def test_wheel_runs_the_quick_start_from_any_folder(tmp_path):
     wheels = tmp_path / "wheels"
     sh([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", SOURCE, "-w", wheels], SOURCE)
     (wheel,) = wheels.glob("memexp-*.whl")
     venv = tmp_path / "venv"
-    # the system's packages (torch, hydra, ...) without downloading them again; the wheel's memexp
-    # is the one imported (checked below), not an editable install the system may have
-    sh([sys.executable, "-m", "venv", "--system-site-packages", venv], tmp_path)
     python, bin_memexp = venv / "bin" / "python", venv / "bin" / "memexp"
-    # without PYTHONPATH, which (pointing at a checkout) would make pip find memexp installed already
+    sh([sys.executable, "-m", "venv", venv], tmp_path)
+    see_this_environment(python)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MEMEXP_ROOT")}
-    sh([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel], tmp_path, env)
+    # forced: the environment seen may hold memexp at the same version (an editable install)
+    sh([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--force-reinstall", wheel], tmp_path, env)
     work = tmp_path / "somewhere"
     work.mkdir()
     where = sh([python, "-c", "import memexp; print(memexp.__file__)"], work, env)

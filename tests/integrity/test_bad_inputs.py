@@ -1,10 +1,14 @@
 """Every failure a user can cause: one line naming the field (or file) and the fix, the documented exit
 code (2: configuration, 1: runtime, 130: Ctrl-C), no traceback, nothing a resume would trust."""
 
+import functools
 import json
+import math
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -88,12 +92,58 @@ BAD = [
      "recipe.init_from='/no/such/ckpt': no such checkpoint folder"),
     ("train output not writable", ["train", "output=/sys/memexp-train"], 2,
      "recipe.output=/sys/memexp-train: cannot write there"),
+    # issue 45: never a silent wrong result
+    ("a task listed twice", ["run", *TINY, "bench.tasks=[niah_single_1,niah_single_1]"], 2,
+     "bench.tasks=[niah_single_1, niah_single_1]: niah_single_1 is listed twice; list each value once"),
+    ("a length listed twice", ["run", *TINY, "bench.lengths=[512,1024,512]"], 2,
+     "bench.lengths=[512, 1024, 512]: 512 is listed twice"),
+    ("an unset variable in a path", ["run", *TINY, "output_dir=$MEMEXP_NO_SUCH_VAR/runs"], 2,
+     "output_dir='$MEMEXP_NO_SUCH_VAR/runs': the environment variable MEMEXP_NO_SUCH_VAR is not set"),
+    ("a YAML syntax error in a user's file", ["run", "--config-dir", "{confs}/bad_yaml", *TINY], 2,
+     "{confs}/bad_yaml/local/default.yaml:3:9: not valid YAML (while parsing a flow sequence; expected ','"),
+    ("an experiment without @package _global_", ["run", "--config-dir", "{confs}/no_package", *TINY,
+                                                  "experiment=mine"], 2,
+     "experiment: experiment/mine.yaml does not start with `# @package _global_`; add it"),
+    ("an experiment without @package _global_ nor defaults", ["run", "--config-dir", "{confs}/no_package_fields",
+                                                                *TINY, "experiment=mine"], 2,
+     "experiment: the experiment file does not start with `# @package _global_`"),
+    ("a wrong type in a user's YAML", ["run", "--config-dir", "{confs}/wrong_type", *TINY, "backbone=mine"], 2,
+     "backbone.prefill_chunk: Value 'abc' of type 'str' could not be converted to Integer (set in backbone/mine.yaml)"),
+    ("an override the lexer refuses", ["run", *TINY, "bench.lengths=[4096"], 2,
+     "bench.lengths=[4096: not a valid override (no viable alternative at input '[4096')"),
+    ("output_dir that reads as a float", ["run", *TINY, "output_dir=1e3"], 2,
+     "output_dir=1000.0: reads as a number, not a folder name; quote it"),
+    ("replay budget beyond every note", ["run", *TINY, "method=notebank", "method.chunk_size=128",
+                                         "method.replay_budget=1000"], 2,
+     "method.replay_budget=1000: more notes than this run can write (bench.lengths: at most 512 tokens, 4 chunks"),
+    ("report over a truncated summary", ["report", "{confs}/report"], 1,
+     "report: {confs}/report/ruler/b/plain/bad/summary.json: unreadable (Unterminated string"),
 ]
+# user config folders the cases above name as {confs}/<folder>
+USER_CONFIGS = {
+    "bad_yaml/local/default.yaml": "# @package _global_\npaths:\n  root: [unclosed\n",
+    "no_package/experiment/mine.yaml": "defaults:\n  - override /method: plain\nbench:\n  num_samples: 2\n",
+    "no_package_fields/experiment/mine.yaml": "bench:\n  num_samples: 2\n",
+    "wrong_type/backbone/mine.yaml": "defaults:\n  - tiny_gdn_random\n  - _self_\nprefill_chunk: abc\n",
+    # two run folders, one with a summary cut short: the other's table is printed, exit 1
+    "report/ruler/b/plain/good/config.yaml": "bench: {name: ruler}\nbackbone: {name: b}\nmethod: {name: plain}\n",
+    "report/ruler/b/plain/good/summary.json": '{"scores": {"t": {"512": 37.5}}, "by_length": {"512": 37.5}, '
+                                              '"by_task": {"t": 37.5}, "overall": 37.5, "num_questions": 2}\n',
+    "report/ruler/b/plain/bad/config.yaml": "bench: {name: ruler}\nbackbone: {name: b}\nmethod: {name: plain}\n",
+    "report/ruler/b/plain/bad/summary.json": '{"scores": {"t',
+}
 
 
 @pytest.mark.parametrize("args,code,expected", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
 def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected):
     out = tmp_path / "runs"
+    confs = tmp_path / "confs"
+    for name, text in USER_CONFIGS.items():
+        if not any(a.startswith("{confs}/" + name.split("/")[0]) for a in args):
+            continue  # only the folder this case names: the others hold summaries the checks below refuse
+        (confs / name).parent.mkdir(parents=True, exist_ok=True)
+        (confs / name).write_text(text)
+    args, expected = [a.replace("{confs}", str(confs)) for a in args], expected.replace("{confs}", str(confs))
     if args[0] == "run" and not any(a.startswith("output_dir=") for a in args):
         args = [*args, f"output_dir={out}"]
     result = memexp(*args, cwd=tmp_path if args[0] in ("train", "data") else None)
@@ -101,7 +151,68 @@ def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected)
     assert result.returncode == code, result.stderr[-2000:]
     assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
     assert lines[0].startswith("memexp: ") and "Traceback" not in result.stderr
+    if args[0] == "report" and confs.is_dir():  # the folders it reads hold summaries; the readable one is reported
+        assert "b / plain    37.5" in result.stdout, result.stdout
+        return
     assert not list(tmp_path.rglob("records.jsonl")) and not list(tmp_path.rglob("summary.json*"))
+    if code == 2:  # refused before anything is written: no run folder left behind (issue 45)
+        assert not list(tmp_path.rglob("provenance.json")) and not list(tmp_path.rglob("config.yaml")), \
+            "a run folder was created"
+
+
+# a record line whose fields are the wrong type: read like a corrupt line (issue 45)
+BAD_RECORDS = [
+    ("score a string", {"score": "abc"}, 'score is "abc", not int or float'),
+    ("score null", {"score": None}, "score is null, not int or float"),
+    ("score true", {"score": True}, "score is true, not int or float"),
+    ("score out of range", {"score": 1e9}, "score is 1000000000.0, not a finite number in [0, 100]"),
+    ("score NaN", {"score": math.nan}, "score is nan, not a finite number in [0, 100]"),
+    ("task a list", {"task": ["niah_single_1"]}, 'task is ["niah_single_1"], not str'),
+    ("length a float", {"length": 512.5}, "length is 512.5, not int or str"),
+]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("finished") / "runs"
+    result = memexp("run", *TINY, f"output_dir={out}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    return out
+
+
+def _copy_with_bad_lines(finished_run, out, changes):
+    """The finished run's folder under `out`, its records' lines changed by `changes` (line 1 first)."""
+    shutil.copytree(finished_run, out)
+    (records,) = out.rglob("records.jsonl")
+    lines = [json.loads(line) for line in records.read_text().splitlines()]
+    for line, change in zip(lines, changes):
+        line.update(change)
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return records
+
+
+@pytest.mark.parametrize("change,expected", [b[1:] for b in BAD_RECORDS], ids=[b[0] for b in BAD_RECORDS])
+def test_a_record_of_the_wrong_type_stops_the_resume_naming_its_line(finished_run, tmp_path, change, expected):
+    out = tmp_path / "runs"
+    records = _copy_with_bad_lines(finished_run, out, [{}, change])
+    result = memexp("run", *TINY, f"output_dir={out}")
+    lines = error_lines(result.stderr)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert lines[0].startswith(f"memexp: {records}:2: not a record (") and expected in lines[0], lines[0]
+    assert "records_repair=true" in lines[0]
+
+
+def test_records_repair_moves_records_of_the_wrong_type_and_reruns_them(finished_run, tmp_path):
+    out = tmp_path / "runs"
+    records = _copy_with_bad_lines(finished_run, out, [{"score": "abc"}, {"score": math.nan}, {"task": [1]}])
+    result = memexp("run", *TINY, f"output_dir={out}", "records_repair=true")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len((records.parent / "records.bad.jsonl").read_text().splitlines()) == 3
+    kept = [json.loads(line) for line in records.read_text().splitlines()]
+    assert len(kept) == 3 and all(isinstance(r["score"], float) and 0 <= r["score"] <= 100 for r in kept)
+    text = (records.parent / "summary.json").read_text()
+    assert "NaN" not in text and json.loads(text)["complete"] is True
 
 
 def test_a_full_disk_ends_in_one_line_and_leaves_no_summary(tmp_path):
@@ -144,6 +255,48 @@ def test_ctrl_c_says_what_was_recorded_and_how_to_resume(tmp_path):
     assert summary["complete"] is False and summary["num_questions"] == n
 
 
+# Ctrl-C at 10 instants spread over a run's first 3 seconds (imports, composition, model loading):
+# exit 130, one line. The interpreter's own start (site, .pth files), before memexp's first line
+# runs, is Python's: the instants begin after 1.5 times that start as measured here.
+FRACTIONS = [i / 9 for i in range(10)]
+
+
+@functools.cache
+def _python_start() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], env=ENV, check=True)
+    return time.perf_counter() - t0
+
+
+def _interrupted(tmp_path, wait):
+    out = tmp_path / "runs"
+    args = [*TINY, "bench.num_samples=40", f"output_dir={out}"]
+    proc = subprocess.Popen(command("run", *args), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    before = wait(proc)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    return proc.returncode, before + stderr
+
+
+@pytest.mark.parametrize("fraction", FRACTIONS)
+def test_ctrl_c_at_any_instant_of_the_start_is_one_line_and_130(tmp_path, fraction):
+    start = 1.5 * _python_start()
+    instant = start + fraction * max(3.0 - start, 0.0)
+    code, stderr = _interrupted(tmp_path, lambda proc: time.sleep(instant) or "")
+    lines = error_lines(stderr)
+    assert code == 130 and len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert lines[0].startswith("memexp: interrupted"), lines[0]
+
+
+def test_ctrl_c_as_the_run_folder_opens(tmp_path):
+    """Inside the run's folder, before its first record: the line says so and how to resume."""
+    code, stderr = _interrupted(tmp_path, lambda proc: proc.stderr.readline())
+    lines = error_lines(stderr)
+    assert code == 130 and len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert lines[0].startswith("memexp: interrupted with 0 questions recorded in ") and "resume with:" in lines[0]
+
+
 def test_max_examples_is_not_complete(tmp_path):
     out = tmp_path / "runs"
     short = memexp("run", *TINY, f"output_dir={out}", "max_examples=2")
@@ -155,6 +308,11 @@ def test_max_examples_is_not_complete(tmp_path):
     whole = memexp("run", *TINY, f"output_dir={out}")
     assert whole.returncode == 0, whole.stderr
     assert json.loads(path.read_text())["complete"] is True
+    # a smoke run over the finished folder leaves its summary complete (issue 45)
+    before = path.read_text()
+    again = memexp("run", *TINY, f"output_dir={out}", "max_examples=1")
+    assert again.returncode == 0, again.stderr
+    assert path.read_text() == before and "incomplete" not in again.stdout
 
 
 def _rows(tmp_path):

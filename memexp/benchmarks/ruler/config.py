@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from memexp.benchmarks.ruler.tasks import TASKS
-from memexp.config import BenchConfig, ConfigError, _at_least, _tasks, files_checked
+from memexp.config import BenchConfig, ConfigError, _at_least, _distinct, _tasks, files_checked
 from memexp.registry import BENCHES
 
 # the allowed tasks are the implementation's task table
@@ -40,6 +40,7 @@ class RulerConfig(BenchConfig):
             raise ConfigError("bench.lengths is empty: give target lengths in tokens, e.g. [4096]")
         for n in self.lengths:
             _at_least("bench.lengths", n, 64)
+        _distinct("bench.lengths", self.lengths)
         _at_least("bench.num_samples", self.num_samples, 1)
         if self.essay_path is not None and files_checked() and not Path(self.essay_path).expanduser().exists():
             raise ConfigError(f"bench.essay_path={self.essay_path!r}: no such file")

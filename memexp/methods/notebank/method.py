@@ -41,6 +41,7 @@ class NoteBank(Method[Archive]):
 
     def prepare(self, backbone: Backbone) -> None:
         self.adapter.prepare(backbone)
+        self.addressing(backbone)  # an address width the backbone cannot give stops the run before it starts
         if hasattr(self.router, "prepare"):  # a router with its own encoder loads it now, not at the first question
             self.router.prepare(backbone.device, backbone.dtype)
 
