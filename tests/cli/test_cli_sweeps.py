@@ -111,7 +111,7 @@ def test_optuna_command_line_space_reaches_hydra_as_typed(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
     printed = []
     sweep = memexp_run(["hparams_search=notebank_optuna", "hydra.sweeper.n_trials=2",
-                        "method.replay_budget=int(interval(1,8))", "method.span_budget=16", *QUICK], tmp_path,
+                        "method.replay_budget=int(interval(1,4))", "method.span_budget=16", *QUICK], tmp_path,
                        printed=printed)
     # quiet: no plugin set-up lines (alembic, which optuna imports) nor optuna's own study chatter
     assert "setup plugin" not in printed[0].stdout and "A new study created" not in printed[0].stderr
