@@ -27,7 +27,8 @@ GROUPS = ("backbone", "method", "bench", "logger", "experiment", "hparams_search
 # Launchers that come from a Hydra plugin rather than a YAML here: option -> (plugin module, extra)
 PLUGIN_LAUNCHERS = {"joblib": ("joblib", "hydra-joblib-launcher", "sweep"),
                     "processes": ("submitit", "hydra-submitit-launcher", "cluster"),
-                    "slurm": ("submitit", "hydra-submitit-launcher", "cluster")}
+                    "slurm": ("submitit", "hydra-submitit-launcher", "cluster"),
+                    "slurm_local": ("submitit", "hydra-submitit-launcher", "cluster")}
 
 
 def group_options(group: str) -> list[str]:

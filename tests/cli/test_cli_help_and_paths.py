@@ -39,7 +39,7 @@ def test_ls_offers_every_launcher():
     rc, out = cli(["ls"])
     assert rc == 0
     line = next(line for line in out.splitlines() if line.startswith("hydra/launcher:"))
-    assert line == "hydra/launcher: joblib, local, processes, slurm"
+    assert line == "hydra/launcher: joblib, local, processes, slurm, slurm_local"
     assert "hparams_search: notebank_optuna" in out
 
 

@@ -36,7 +36,7 @@ def test_wheel_runs_the_quick_start_from_any_folder(tmp_path):
                  work, env)
     assert Path(kernels.strip()).is_relative_to(venv), kernels
     listing = sh([bin_memexp, "ls"], work, env)
-    assert "backbone: " in listing and "tiny_gdn" in listing and "hydra/launcher: joblib, local, processes, slurm" in listing
+    assert "backbone: " in listing and "tiny_gdn" in listing and "hydra/launcher: joblib, local, processes, slurm, slurm_local" in listing
     sh([bin_memexp, "run", "max_examples=1", "progress=false"], work, env)
     (summary,) = work.glob("outputs/runs/ruler/tiny_gdn_words/notebank/*/summary.json")
     assert '"num_examples": 1' in summary.read_text()

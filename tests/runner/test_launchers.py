@@ -65,3 +65,21 @@ def test_sweep_runs_each_job_in_its_own_process(tmp_path):
     assert [p.parts[-3] for p in summaries] == ["jrt", "plain"]
     assert all(json.loads(p.read_text())["num_questions"] == 2 for p in summaries)
     assert list((tmp_path / "sweep").glob(".submitit/*/*_log.out"))  # the jobs ran through submitit
+
+
+def test_slurm_launcher_documents_the_fields_a_cluster_needs():
+    conf = launcher("slurm")
+    for field in ("gpus_per_node", "cpus_per_task", "mem_gb", "timeout_min", "account", "qos", "constraint",
+                  "additional_parameters", "array_parallelism", "max_num_timeout", "partition"):
+        assert field in conf
+        # each field is set in slurm.yaml with a comment saying what it does
+        line = next(line for line in (CONF_DIR / "hydra" / "launcher" / "slurm.yaml").read_text().splitlines()
+                    if line.startswith(f"{field}:"))
+        assert "#" in line, line
+
+
+def test_slurm_local_is_slurm_sized_for_a_one_node_cpu_cluster():
+    conf = launcher("slurm_local")
+    assert conf._target_.endswith("SlurmLauncher") and conf.max_num_timeout == launcher("slurm").max_num_timeout
+    assert (conf.partition, conf.gpus_per_node, conf.cpus_per_task, conf.mem_gb) == ("debug", 0, 1, None)
+    assert conf.signal_delay_s < 60 <= conf.timeout_min * 60  # a one-minute limit still signals before it ends
