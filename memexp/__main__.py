@@ -7,6 +7,7 @@
   latency  measured Plain vs NoteBank latency and peak memory (App. C.5)
   data     download and cache a benchmark's data for offline runs
   report   the papers' tables (Markdown, CSV, LaTeX) and figures from run and sweep folders
+  status   where each job of a sweep folder stands: pending, running, done or failed, and its log
   dashboard  create or update a W&B workspace with memexp's panels (offline: print and save the spec)
   lm-eval  lm-evaluation-harness with --model memexp (lm-eval's run arguments; pip install -e ".[lmeval]")
 
@@ -131,6 +132,12 @@ def _report(argv: list[str]) -> int:
     return report_main(argv)
 
 
+def _status(argv: list[str]) -> int:
+    from memexp.cluster.status import main as status_main
+
+    return status_main(argv)
+
+
 def _dashboard(argv: list[str]) -> int:
     from memexp.dashboard import main as dashboard_main
 
@@ -150,7 +157,7 @@ def _help(command: str) -> str:
 
 
 COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report,
-            "dashboard": _dashboard, "lm-eval": _lm_eval}
+            "status": _status, "dashboard": _dashboard, "lm-eval": _lm_eval}
 
 
 def main(argv: list[str] | None = None) -> int:

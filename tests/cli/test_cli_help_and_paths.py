@@ -14,7 +14,7 @@ from memexp.records import run_folder
 
 FIELDS = {"run": "max_examples", "train": "stages.0.steps", "cost": "question_tokens=N", "latency": "repeats=N",
           "data": "bench:", "ls": "memexp ls", "report": "--markdown", "dashboard": "--entity",
-          "lm-eval": "--model_args"}
+          "lm-eval": "--model_args", "status": "SWEEP_FOLDER"}
 
 
 def cli(argv):
