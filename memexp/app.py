@@ -275,9 +275,8 @@ def run_job(cfg: DictConfig) -> float:
     """Hydra's task function: one run, validated before anything loads; returns its metric (the
     overall score by default) for sweepers such as Optuna. A sweep's job folder points at the
     run folder (memexp.jobs)."""
-    from dataclasses import replace
-
     import math
+    from dataclasses import replace
 
     from hydra.core.hydra_config import HydraConfig
 

@@ -83,3 +83,30 @@ def test_slurm_local_is_slurm_sized_for_a_one_node_cpu_cluster():
     assert conf._target_.endswith("SlurmLauncher") and conf.max_num_timeout == launcher("slurm").max_num_timeout
     assert (conf.partition, conf.gpus_per_node, conf.cpus_per_task, conf.mem_gb) == ("debug", 0, 1, None)
     assert conf.signal_delay_s < 60 <= conf.timeout_min * 60  # a one-minute limit still signals before it ends
+
+
+def test_a_refused_submission_names_sbatchs_message_and_the_field_to_check():
+    import subprocess
+
+    from submitit.core.utils import FailedJobError
+
+    from memexp.cluster.submission import refused_submission, submission_line
+
+    # what sbatch prints on a machine with SLURM's programs but no cluster configuration
+    stderr = ("sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"
+              "sbatch: fatal: Could not establish a configuration source")
+    try:
+        try:
+            raise subprocess.CalledProcessError(1, ["sbatch", "/tmp/x.sh"], stderr=stderr)
+        except subprocess.CalledProcessError as e:
+            raise FailedJobError(stderr) from e
+    except FailedJobError as error:
+        failure = refused_submission(error)
+    assert submission_line(failure) == (
+        "the sweep was not submitted: sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host; "
+        "fatal: Could not establish a configuration source; check hydra/launcher (this machine is not a SLURM "
+        "login node)")
+    account = subprocess.CalledProcessError(1, ["sbatch"], stderr="sbatch: error: Batch job submission failed: "
+                                                                  "Invalid account or account/partition combination specified")
+    assert submission_line(account).endswith("; check hydra.launcher.account")
+    assert refused_submission(FailedJobError("Job (task=0) failed during processing")) is None  # a job's own error
