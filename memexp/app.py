@@ -383,7 +383,9 @@ def hydra_run(argv: list[str]) -> int:
 
     full_error = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    stderr, sys.stderr = sys.stderr, WithoutSbatchEcho(sys.stderr)
+    stderr = sys.stderr
+    if args.multirun:
+        sys.stderr = WithoutSbatchEcho(stderr)
     try:
         hydra.main(version_base="1.3", config_path=PRIMARY, config_name="config")(run_job)()
     except SystemExit as e:

@@ -11,6 +11,7 @@ interrupted local job; resume it with the same command).
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -60,7 +61,16 @@ def job_state(job: SweepJob, queue: dict[str, str]) -> str:
     if job.job_id is not None:  # submitted, out of the queue, and no result: cancelled or killed
         job.error = "ended without a result (cancelled, killed, or its node failed)"
         return "failed"
-    return "stopped"
+    return "done" if run_complete(job.run_folder) else "stopped"
+
+
+def run_complete(run_folder: Path | None) -> bool:
+    """The run's summary.json says it is complete (a launcher without submitit leaves no result)."""
+    summary = run_folder / "summary.json" if run_folder is not None else None
+    try:
+        return bool(summary and json.loads(summary.read_text()).get("complete"))
+    except (OSError, ValueError):
+        return False
 
 
 def status_lines(sweep: Path, queue: dict[str, str] | None = None) -> list[str]:
