@@ -26,6 +26,7 @@ def cluster(tmp_path_factory):
         if os.environ.get(REQUIRE) == "1":
             pytest.fail(f"{reason} ({REQUIRE}=1: CI runs them)", pytrace=False)
         pytest.skip(reason)
-    cluster = start(tmp_path_factory.mktemp("slurm"), cpus=len(os.sched_getaffinity(0)))
+    # room for every job the tests run at once (4 array tasks, a time-limited job): one CPU each
+    cluster = start(tmp_path_factory.mktemp("slurm"), cpus=6)
     yield cluster
     cluster.stop()

@@ -37,6 +37,8 @@ def free_port() -> int:
 
 
 def slurm_conf(folder: Path, host: str, ctld_port: int, slurmd_port: int, cpus: int, memory_mb: int) -> str:
+    """The cluster's slurm.conf. `cpus` may exceed this machine's cores (config_overrides: the node
+    is what the file says): the tests' one-CPU jobs then run side by side, as on a larger node."""
     return f"""\
 ClusterName=memexp-test
 SlurmctldHost={host}(127.0.0.1)
@@ -67,6 +69,7 @@ MpiDefault=none
 KillWait={KILL_WAIT_S}
 MinJobAge=600
 InactiveLimit=0
+SlurmdParameters=config_overrides
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
 PartitionName=debug Nodes={host} Default=YES MaxTime=10 State=UP
 PartitionName=short Nodes={host} MaxTime=2 State=UP
