@@ -206,7 +206,8 @@ def check_launcher_needs_multirun(parsed: list, multirun: bool) -> None:
     """Hydra hands only a multirun's jobs to a launcher: without -m, hydra/launcher=slurm would run
     the job right here (on a login node), so it stops instead."""
     for o in parsed:
-        if not multirun and o.get_key_element().lstrip("+~") == "hydra/launcher" and o.value() != "local":
+        launcher = o.get_key_element().lstrip("+~") == "hydra/launcher"
+        if not multirun and launcher and o.value() not in ("local", "basic"):
             raise ConfigError(f"hydra/launcher={o.value()}: a launcher runs the jobs of a sweep; add -m (--multirun) "
                               f"(without -m the run would start here, not on the launcher)")
 
