@@ -9,6 +9,7 @@
   report   the papers' tables (Markdown, CSV, LaTeX) and figures from run and sweep folders
   browse   one self-contained HTML page: summary tables and every question's notes, votes and answer
   convert  checkpoint converters (mamba2-megatron for backbone=mamba2_8b, gdn2-litgpt)
+  status   where each job of a sweep folder stands: pending, running, done or failed, and its log
   dashboard  create or update a W&B workspace with memexp's panels (offline: print and save the spec)
   lm-eval  lm-evaluation-harness with --model memexp (lm-eval's run arguments; pip install -e ".[lmeval]")
 
@@ -146,6 +147,12 @@ def _convert(argv: list[str]) -> int:
     return convert_main(argv)
 
 
+def _status(argv: list[str]) -> int:
+    from memexp.cluster.status import main as status_main
+
+    return status_main(argv)
+
+
 def _dashboard(argv: list[str]) -> int:
     from memexp.dashboard import main as dashboard_main
 
@@ -165,7 +172,7 @@ def _help(command: str) -> str:
 
 
 COMMANDS = {"run": _run, "train": _train, "ls": _ls, "cost": _cost, "latency": _latency, "data": _data, "report": _report,
-            "browse": _browse, "convert": _convert, "dashboard": _dashboard, "lm-eval": _lm_eval}
+            "browse": _browse, "convert": _convert, "status": _status, "dashboard": _dashboard, "lm-eval": _lm_eval}
 
 
 def main(argv: list[str] | None = None) -> int:

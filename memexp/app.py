@@ -35,7 +35,8 @@ GROUPS = ("backbone", "method", "bench", "logger", "experiment", "hparams_search
 # Launchers that come from a Hydra plugin rather than a YAML here: option -> (plugin module, extra)
 PLUGIN_LAUNCHERS = {"joblib": ("joblib", "hydra-joblib-launcher", "sweep"),
                     "processes": ("submitit", "hydra-submitit-launcher", "cluster"),
-                    "slurm": ("submitit", "hydra-submitit-launcher", "cluster")}
+                    "slurm": ("submitit", "hydra-submitit-launcher", "cluster"),
+                    "slurm_local": ("submitit", "hydra-submitit-launcher", "cluster")}
 
 
 def group_options(group: str) -> list[str]:
@@ -226,6 +227,7 @@ def _preflight(overrides: list[str], multirun: bool, check, **where: str | None)
     base = compose(fixed, with_hydra=True, **where)
     multirun = multirun or getattr(base.hydra.mode, "name", None) == "MULTIRUN"  # e.g. set by hparams_search
     swept = [o for o in parsed if o.is_sweep_override()]
+    check_launcher_needs_multirun(parsed, multirun)
     if swept and not multirun:
         key, _, value = swept[0].input_line.lstrip("+~").partition("=")
         raise ConfigError(_sweep_or_list_message(key, value))
@@ -246,6 +248,16 @@ def _preflight(overrides: list[str], multirun: bool, check, **where: str | None)
     for cfg in cfgs:
         check(cfg)
     return cfgs
+
+
+def check_launcher_needs_multirun(parsed: list, multirun: bool) -> None:
+    """Hydra hands only a multirun's jobs to a launcher: without -m, hydra/launcher=slurm would run
+    the job right here (on a login node), so it stops instead."""
+    for o in parsed:
+        launcher = o.get_key_element().lstrip("+~") == "hydra/launcher"
+        if not multirun and launcher and o.value() not in ("local", "basic"):
+            raise ConfigError(f"hydra/launcher={o.value()}: a launcher runs the jobs of a sweep; add -m (--multirun) "
+                              f"(without -m the run would start here, not on the launcher)")
 
 
 def _without_hydra(cfg: DictConfig) -> DictConfig:
@@ -362,10 +374,13 @@ def run_job(cfg: DictConfig) -> float:
     """Hydra's task function: one run, validated before anything loads; returns its metric (the
     overall score by default) for sweepers such as Optuna. A sweep's job folder points at the
     run folder (memexp.jobs)."""
+    import math
     from dataclasses import replace
 
     from hydra.core.hydra_config import HydraConfig
 
+    from memexp.cluster.job_failure import clear_failure, in_launcher_worker, record_failure
+    from memexp.errors import classify
     from memexp.jobs import job_threads, link_run_folder, metric_value
     from memexp.paths import use_root
     from memexp.records import run_folder
@@ -380,11 +395,16 @@ def run_job(cfg: DictConfig) -> float:
         rc = replace(rc, threads=job_threads(rc.threads, hc.launcher))
         if multirun:
             link_run_folder(Path(hc.runtime.output_dir), run_folder(rc))
+            clear_failure(Path(hc.runtime.output_dir))
         summary = run(rc, sweep_group=Path(hc.sweep.dir).name if multirun else None,
                       labels=label_overrides(hc.overrides.task, _swept() if multirun else None))
         return metric_value(summary, rc.metric)
     except BaseException as e:  # one line for what the user can fix (memexp.errors); bugs re-raise
-        raise SystemExit(exit_code(e, command_line("run", sys.argv[1:]))) from None
+        code = exit_code(e, command_line("run", sys.argv[1:]))
+        if multirun and code in (1, 2) and in_launcher_worker():  # the sweep names it when it ends
+            record_failure(Path(hc.runtime.output_dir), classify(e, "")[1])
+            return math.nan
+        raise SystemExit(code) from None
 
 
 SWEPT_ENV = "MEMEXP_SWEPT_KEYS"  # the fields a sweep varies, handed to its jobs (W&B run names)
@@ -461,12 +481,33 @@ def hydra_run(argv: list[str]) -> int:
     # the name shell completion installs for: the `memexp` console script (with `run` added back
     # by memexp.__main__ when a completion query arrives without it)
     sys.argv = ["memexp", *flags_first(argv, args.overrides)]
+    # a launcher's error reaches us (not Hydra's traceback printer): a refused submission is one line
+    from memexp.cluster.submission import WithoutSbatchEcho
+
+    full_error = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    stderr = sys.stderr
+    if args.multirun:
+        sys.stderr = WithoutSbatchEcho(stderr)
     try:
         hydra.main(version_base="1.3", config_path=PRIMARY, config_name="config")(run_job)()
     except SystemExit as e:
         return int(e.code or 0) if not isinstance(e.code, str) else 1
+    except Exception as e:
+        from memexp.cluster.submission import refused_submission, remove_unsubmitted_sweep, submission_line
+
+        failure = refused_submission(e)
+        if failure is None:
+            raise
+        remove_unsubmitted_sweep()
+        print(f"memexp: {submission_line(failure)}", file=sys.stderr)
+        return 1
     finally:
-        sys.argv = saved
+        sys.argv, sys.stderr = saved, stderr
+        if full_error is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = full_error
     return 0
 
 

@@ -119,8 +119,15 @@ def reject_flags(argv: list[str], command: str, flags: str) -> None:
                               f"`python -m memexp {command} --help` describes them)")
 
 
+def _status() -> str:
+    from memexp.cluster import status
+
+    return ("python -m memexp status SWEEP_FOLDER: " + status.__doc__.split("\n", 2)[2] +
+            "\nExample:\n  python -m memexp status outputs/multirun/2025-01-31_12-00-00")
+
+
 HELP = {"train": _train, "cost": _cost, "latency": _latency, "data": _data, "ls": _ls, "dashboard": _dashboard,
-        "lm-eval": _lm_eval}
+        "lm-eval": _lm_eval, "status": _status}
 
 
 def command_help(command: str) -> str:

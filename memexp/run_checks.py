@@ -197,10 +197,13 @@ def check_recipe(recipe) -> None:
         check_writable("recipe.output", recipe.output)
 
 
+SLURM_LAUNCHERS = ("slurm", "slurm_local")
+
+
 def check_launcher_environment(overrides: list[str]) -> None:
     """hydra/launcher=slurm needs SLURM on this machine (sbatch), not only the plugin."""
     for o in overrides:
         key, _, option = o.partition("=")
-        if key.lstrip("+~") == "hydra/launcher" and option == "slurm" and shutil.which("sbatch") is None:
-            raise ConfigError("hydra/launcher=slurm: SLURM is not available here (no sbatch on PATH); run from a "
+        if key.lstrip("+~") == "hydra/launcher" and option in SLURM_LAUNCHERS and shutil.which("sbatch") is None:
+            raise ConfigError(f"hydra/launcher={option}: SLURM is not available here (no sbatch on PATH); run from a "
                               "SLURM login node, or use hydra/launcher=processes for local parallel jobs")

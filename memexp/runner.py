@@ -101,6 +101,7 @@ def _run_in(folder: RunFolder, cfg: RunConfig, parts: tuple, sweep_group: str | 
     shard = cfg.bench.shard
     examples, total = shards.select(examples, total, shard)
     expected = total  # every example of the configured benchmark (shard): what `complete` asks for
+    folder.write_text("expected_examples.txt", f"{expected}\n")  # for `memexp status` while the run goes on
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
     costs = record_costs_fn(cfg, backbone)

@@ -14,7 +14,7 @@ from memexp.records import run_folder
 
 FIELDS = {"run": "max_examples", "train": "stages.0.steps", "cost": "question_tokens=N", "latency": "repeats=N",
           "data": "bench:", "ls": "memexp ls", "report": "--markdown", "dashboard": "--entity",
-          "lm-eval": "--model_args", "browse": "--where", "convert": "mamba2-megatron"}
+          "lm-eval": "--model_args", "browse": "--where", "convert": "mamba2-megatron", "status": "SWEEP_FOLDER"}
 
 
 def cli(argv):
@@ -39,7 +39,7 @@ def test_ls_offers_every_launcher():
     rc, out = cli(["ls"])
     assert rc == 0
     line = next(line for line in out.splitlines() if line.startswith("hydra/launcher:"))
-    assert line == "hydra/launcher: joblib, local, processes, slurm"
+    assert line == "hydra/launcher: joblib, local, processes, slurm, slurm_local"
     assert "hparams_search: notebank_optuna" in out
 
 

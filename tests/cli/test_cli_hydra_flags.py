@@ -117,7 +117,7 @@ BAD = [
     (["-cn", "nothere"], "Cannot find primary config 'nothere'"),
     (["--config-dir", "/no/such/folder"], "--config-dir /no/such/folder: no such folder"),
     (["USERCONF", "backbone=my_bad"], "backbone.max_len: unknown field of BackboneConfig (set in backbone/my_bad.yaml)"),
-    (["-m", "hydra/launcher=nope", "method=plain,jrt"], "hydra/launcher=nope: allowed values are basic, joblib, local, processes, slurm"),
+    (["-m", "hydra/launcher=nope", "method=plain,jrt"], "hydra/launcher=nope: allowed values are basic, joblib, local, processes, slurm, slurm_local"),
 ]
 
 

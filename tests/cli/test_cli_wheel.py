@@ -48,7 +48,7 @@ def test_wheel_runs_the_quick_start_from_any_folder(tmp_path):
                  work, env)
     assert Path(kernels.strip()).is_relative_to(venv), kernels
     listing = sh([bin_memexp, "ls"], work, env)
-    assert "backbone: " in listing and "tiny_gdn" in listing and "hydra/launcher: joblib, local, processes, slurm" in listing
+    assert "backbone: " in listing and "tiny_gdn" in listing and "hydra/launcher: joblib, local, processes, slurm, slurm_local" in listing
     # the converter mamba2_8b needs ships in the wheel (not only in the checkout's scripts/)
     usage = sh([bin_memexp, "convert", "mamba2-megatron", "--help"], work, env)
     assert "usage: memexp convert mamba2-megatron" in usage and "--tokenizer" in usage

@@ -40,7 +40,8 @@ BAD = [
     ("kv heads do not divide heads", ["run", *TINY, "backbone=tiny_llama_random",
                                       "backbone.model.num_key_value_heads=3"], 2,
      "backbone.model.num_key_value_heads=3: does not divide"),
-    ("slurm without slurm", ["run", *TINY, "hydra/launcher=slurm"], 2, "hydra/launcher=slurm"),
+    ("launcher without -m", ["run", *TINY, "hydra/launcher=slurm"], 2,
+     "hydra/launcher=slurm: a launcher runs the jobs of a sweep; add -m (--multirun)"),
     ("scalar for a list", ["run", *TINY[:4], "bench.lengths=4096"], 2, "write bench.lengths=[4096]"),
     ("negative cost length", ["cost", "backbone=tiny_gdn_random", "method=plain", "length=-5"], 2,
      "length=-5: must be a number >= 1"),
@@ -342,3 +343,15 @@ def test_strict_data_turns_a_skipped_row_into_an_error(tmp_path, caplog):
     assert str(err.value).startswith(f"{path} row 2: not valid JSON") and "strict_data" in str(err.value)
     assert not skipped_rows._active  # the collector left no state behind
     assert "(skipped)" not in caplog.text  # the row stopped the run: no line says it was skipped
+
+
+def test_slurm_without_slurm_is_one_line(tmp_path):
+    """A SLURM sweep from a machine without sbatch: one line, before anything is written (PATH
+    without sbatch, whether or not this machine has SLURM installed)."""
+    result = subprocess.run(command("run", "-m", *TINY, "hydra/launcher=slurm", f"paths.root={tmp_path}"),
+                            env={**ENV, "PATH": str(tmp_path)}, capture_output=True, text=True, timeout=300)
+    lines = error_lines(result.stderr)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert lines == ["memexp: hydra/launcher=slurm: SLURM is not available here (no sbatch on PATH); run from a "
+                     "SLURM login node, or use hydra/launcher=processes for local parallel jobs"], result.stderr
+    assert not (tmp_path / "outputs" / "multirun").exists()

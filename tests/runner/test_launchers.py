@@ -65,3 +65,48 @@ def test_sweep_runs_each_job_in_its_own_process(tmp_path):
     assert [p.parts[-3] for p in summaries] == ["jrt", "plain"]
     assert all(json.loads(p.read_text())["num_questions"] == 2 for p in summaries)
     assert list((tmp_path / "sweep").glob(".submitit/*/*_log.out"))  # the jobs ran through submitit
+
+
+def test_slurm_launcher_documents_the_fields_a_cluster_needs():
+    conf = launcher("slurm")
+    for field in ("gpus_per_node", "cpus_per_task", "mem_gb", "timeout_min", "account", "qos", "constraint",
+                  "additional_parameters", "array_parallelism", "max_num_timeout", "partition"):
+        assert field in conf
+        # each field is set in slurm.yaml with a comment saying what it does
+        line = next(line for line in (CONF_DIR / "hydra" / "launcher" / "slurm.yaml").read_text().splitlines()
+                    if line.startswith(f"{field}:"))
+        assert "#" in line, line
+
+
+def test_slurm_local_is_slurm_sized_for_a_one_node_cpu_cluster():
+    conf = launcher("slurm_local")
+    assert conf._target_.endswith("SlurmLauncher") and conf.max_num_timeout == launcher("slurm").max_num_timeout
+    assert (conf.partition, conf.gpus_per_node, conf.cpus_per_task, conf.mem_gb) == ("debug", 0, 1, None)
+    assert conf.signal_delay_s < 60 <= conf.timeout_min * 60  # a one-minute limit still signals before it ends
+
+
+def test_a_refused_submission_names_sbatchs_message_and_the_field_to_check():
+    import subprocess
+
+    from submitit.core.utils import FailedJobError
+
+    from memexp.cluster.submission import refused_submission, submission_line
+
+    # what sbatch prints on a machine with SLURM's programs but no cluster configuration
+    stderr = ("sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"
+              "sbatch: fatal: Could not establish a configuration source")
+    try:
+        try:
+            raise subprocess.CalledProcessError(1, ["sbatch", "/tmp/x.sh"], stderr=stderr)
+        except subprocess.CalledProcessError as e:
+            raise FailedJobError(stderr) from e
+    except FailedJobError as error:
+        failure = refused_submission(error)
+    assert submission_line(failure) == (
+        "the sweep was not submitted: sbatch: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host; "
+        "fatal: Could not establish a configuration source; check hydra/launcher (this machine is not a SLURM "
+        "login node)")
+    account = subprocess.CalledProcessError(1, ["sbatch"], stderr="sbatch: error: Batch job submission failed: "
+                                                                  "Invalid account or account/partition combination specified")
+    assert submission_line(account).endswith("; check hydra.launcher.account")
+    assert refused_submission(FailedJobError("Job (task=0) failed during processing")) is None  # a job's own error
