@@ -295,6 +295,10 @@ def _hydra_message(e: Exception, overrides: list[str]) -> str:
     cause = e.__cause__ or e.__context__
     if isinstance(cause, OmegaConfBaseException) and getattr(cause, "full_key", None):
         if isinstance(cause, (ConfigKeyError, ConfigAttributeError)):  # a field no schema has: foo=1, paths.foo=1
+            m = re.search(r"Key '[^']+' not in '(\w+)'", text)
+            where = re.match(r"In '([^']+)'", text)
+            if m and where:  # set by a YAML file (a user's in --config-dir): name the schema and the file
+                return f"{cause.full_key}: unknown field of {m.group(1)} (set in {where.group(1)}.yaml)"
             return _unknown_field_message(cause.full_key)
         # a value the schema's type rejects while composing, e.g. method.chunk_size=abc
         where = re.match(r"In '([^']+)'", text)

@@ -57,7 +57,7 @@ def test_cfg_job_with_a_space_prints_the_composed_run():
 
 def test_cfg_hydra_and_info_defaults():
     rc, out, _ = cli(["run", "--cfg", "hydra"])
-    assert rc == 0 and job(out)["hydra"]["sweep"]["dir"].startswith("${paths.multirun}/")
+    assert rc == 0 and job(out)["hydra"]["sweep"]["dir"].startswith("${memexp_path:${paths.multirun}}/")
     rc, out, _ = cli(["run", "--info", "defaults", "method=jrt"])
     assert rc == 0
     assert "method/jrt" in out and "paths/default" in out and "method/notebank " not in out
