@@ -52,7 +52,7 @@ HUB_FIELDS = ("pretrained", "tokenizer")
 PATH_FIELDS = (*HUB_FIELDS, "init_from", "adapter")
 # fields added after run folders existed, each with its value that changes nothing
 BENCH_FIELDS_ADDED = (("shard", None), ("essay_standin", False), ("prompt", "zeroscrolls"))
-METHOD_FIELDS_ADDED = (("adapter", None), ("layers", None))
+METHOD_FIELDS_ADDED = (("adapter", None), ("layers", None), ("write_tail", False))
 
 
 def file_fingerprint(path: Path) -> dict[str, Any]:
