@@ -324,6 +324,20 @@ def _build(schema: type, node: Any, path: str):
 
 
 
+def _resolved(cfg: DictConfig, group: str) -> Any:
+    """A group's values with interpolations into other groups resolved against the whole config
+    (`method.adapter: outputs/adapters/${backbone.name}/notebank_r${method.replay_budget}`): a group
+    is built on its own below, where only its own fields are in reach."""
+    node = cfg[group]
+    if not isinstance(node, DictConfig):
+        return node
+    try:
+        return OmegaConf.create(OmegaConf.to_container(node, resolve=True))
+    except OmegaConfBaseException as e:
+        key = getattr(e, "full_key", None) or group
+        raise ConfigError(f"{key}: {str(e).splitlines()[0]}") from None
+
+
 def _pick(registry: Registry, node: Any) -> type:
     """The schema of the entry the group's `name` chooses."""
     name = node.get("name") if isinstance(node, DictConfig) else None
@@ -394,8 +408,8 @@ def validate(cfg: DictConfig) -> RunConfig:
         if key not in run_fields:
             raise ConfigError(f"{key}: unknown field; allowed top-level fields are {', '.join(sorted(run_fields))}")
     backbone = _build(BackboneConfig, cfg.backbone, "backbone")
-    method = _build(_pick(METHODS, cfg.method), cfg.method, "method")
-    bench = _build(_pick(BENCHES, cfg.bench), cfg.bench, "bench")
+    method = _build(_pick(METHODS, cfg.method), _resolved(cfg, "method"), "method")
+    bench = _build(_pick(BENCHES, cfg.bench), _resolved(cfg, "bench"), "bench")
     logger = _build(LoggerConfig, cfg.logger, "logger")
     paths = _build(PathsConfig, cfg.paths, "paths") if cfg.get("paths") is not None else PathsConfig()
     check_capabilities(backbone, method)

@@ -49,7 +49,8 @@ HUB_FIELDS = ("pretrained", "tokenizer")
 PATH_FIELDS = (*HUB_FIELDS, "init_from", "adapter")
 # fields added after run folders existed, each with its value that changes nothing
 BENCH_FIELDS_ADDED = (("shard", None), ("essay_standin", False), ("prompt", "zeroscrolls"))
-METHOD_FIELDS_ADDED = (("adapter", None), ("layers", None), ("router_model", "BAAI/bge-base-en-v1.5"))
+METHOD_FIELDS_ADDED = (("adapter", None), ("layers", None), ("router_model", "BAAI/bge-base-en-v1.5"),
+                      ("write_tail", False), ("memory_dtype", "float32"))
 
 
 def file_fingerprint(path: Path) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Optional
 
-from memexp.config import ConfigError
+from memexp.config import ConfigError, files_checked
 
 META_FILE = "notebank_lora.json"
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", META_FILE)
@@ -43,6 +43,8 @@ def check_adapter_field(value: Optional[str], where: str = "method.adapter") -> 
         return
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where}={value!r}: give the folder `memexp train recipe=notebank_lora` wrote, or null")
+    if not files_checked():  # --cfg / --info: the folder is looked at when a run starts
+        return
     folder = Path(value).expanduser()
     missing = [name for name in ADAPTER_FILES if not (folder / name).is_file()]
     if missing:

@@ -158,3 +158,18 @@ def test_final_incomplete_chunk_is_read_but_writes_nothing():
     assert 1 <= len(archive) <= 2 * (160 // 64)
     assert int(archive.spans[:, 2].max()) <= 128
     assert set(archive.spans[:, 0].tolist()) <= {0, 1}
+
+
+def test_write_tail_writes_the_final_incomplete_chunk_as_a_last_shorter_chunk():
+    """method.write_tail: the same reading, plus notes from the tail (measured against its own mean)."""
+    bb = ToyBackbone()
+    ids = bb.tokenizer.encode("the grass is green . here we go zebra again ." * 15)[:160]
+    plain = NoteBank(NoteBankConfig(chunk_size=64, write_budget=2)).read(bb, ids).extra
+    bb.calls.clear()
+    memory = NoteBank(NoteBankConfig(chunk_size=64, write_budget=2, write_tail=True)).read(bb, ids)
+    archive = memory.extra
+    assert bb.calls == [(64, True), (64, True), (32, True)]  # the tail's keys and queries observed
+    assert memory.state.position == 160
+    assert archive.spans[:len(plain)].tolist() == plain.spans.tolist()  # the complete chunks' notes unchanged
+    tail_notes = archive.spans[len(plain):].tolist()
+    assert tail_notes and all(chunk == 2 and end > 128 for chunk, _, end in tail_notes)

@@ -43,6 +43,10 @@ class NoteBankConfig(MethodConfig):
     # NB-LoRA (App. B.4): a read-adapter folder (memexp train recipe=notebank_lora), off while
     # reading, writing, probing and routing, on for replay, question and answer; null = NB-TF
     adapter: Optional[str] = None
+    # true: the final incomplete chunk (< C tokens, read into the state but otherwise never written)
+    # is written as a last chunk's notes once the context ends, before any question or reset; off in
+    # the paper's protocol, whose state keeps that tail (and in every paper preset)
+    write_tail: bool = False
 
     def __post_init__(self) -> None:
         _choice("method.write_budget", self.write_budget, (1, 2))

@@ -6,7 +6,8 @@ completed chunk the candidate region is the chunk plus the last `tail` tokens of
 chunk, whose scores and compacted queries are kept from their own chunk. Notes are chosen
 from the channel-averaged distinctiveness (`span_selection`); each note's address takes, per
 channel, the compacted query at that channel's most distinctive key inside the note. A final
-incomplete chunk is read but writes nothing.
+incomplete chunk is read but writes nothing, unless `write_tail`: then it is written as a last,
+shorter chunk (its distinctiveness measured against its own mean key).
 """
 
 from __future__ import annotations
@@ -78,6 +79,13 @@ def read_and_write(backbone: Backbone, state: State, context_ids, cfg: NoteBankC
         if not features.complete():
             raise RuntimeError(f"backbone {backbone.name!r} did not report keys and queries for every channel")
         writer.add_chunk(chunk, features.scores, features.queries)
-    if full_chunks * size < len(ids):
+    rest = len(ids) - full_chunks * size
+    if rest and cfg.write_tail:
+        features = ChunkFeatures(layout, compactor, rest, backbone.device)
+        backbone.forward(state, ids[full_chunks * size :].to(backbone.device), features)
+        if not features.complete():
+            raise RuntimeError(f"backbone {backbone.name!r} did not report keys and queries for every channel")
+        writer.add_chunk(full_chunks, features.scores, features.queries)
+    elif rest:
         backbone.forward(state, ids[full_chunks * size :].to(backbone.device))
     return writer.archive()
