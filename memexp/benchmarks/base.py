@@ -84,7 +84,7 @@ class Benchmark(ABC):
     def examples(self, tokenizer: Tokenizer) -> Iterator[Example]:
         """All examples of the configured tasks and lengths, in a fixed order."""
 
-    def size_with(self, feed: InputFeed) -> None:
+    def size_with(self, feed: InputFeed) -> None:  # noqa: B027 (an optional hook: most benchmarks need nothing)
         """How the runner will feed each example (chat template or not). A benchmark that fits its
         inputs to a token length (RULER) counts with it; the others need not look."""
 

@@ -8,7 +8,6 @@ from typing import Optional
 from memexp.config import BenchConfig, _at_least, _choice, _optional_at_least
 from memexp.registry import BENCHES
 
-
 # each prompt format and its default generation budget
 QUALITY_PROMPTS = {"zeroscrolls": 10, "titan_sft": 1}
 

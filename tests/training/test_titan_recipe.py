@@ -15,8 +15,8 @@ from safetensors.torch import load_file
 from memexp.config import ConfigError
 from memexp.training import main
 from memexp.training.cli import load_recipe
-from memexp.training.titan_llama.config import Stage
 from memexp.training.loss import next_token_loss
+from memexp.training.titan_llama.config import Stage
 from memexp.training.titan_llama.train import lr_at
 from tests.training.titan_data import write_sources
 

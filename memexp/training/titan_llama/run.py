@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from memexp.config import ASSETS_DIR, ConfigError, portable_assets
+from memexp.training.loss import next_token_loss
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import Formatter, stage_stream
 from memexp.training.titan_llama.train import (
@@ -23,7 +24,6 @@ from memexp.training.titan_llama.train import (
     micro_batches,
     save_checkpoint,
 )
-from memexp.training.loss import next_token_loss
 
 MODULES = "modules"
 CHECKPOINT = "checkpoint.pt"

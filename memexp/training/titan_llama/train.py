@@ -42,7 +42,6 @@ from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import IGNORE
 
 
-
 def lr_at(stage: Stage, step: int, total: int) -> float:
     """The code's neural_mem_lr_lambda: linear from warmup_start_lr to lr over warmup_steps, then
     cosine from lr to min_lr over the remaining steps (step counts from 0)."""
