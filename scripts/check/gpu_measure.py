@@ -89,6 +89,8 @@ def sync(device: torch.device) -> None:
 
 
 def median_seconds(fn: Callable[[], object], device: torch.device, repeats: int, warmup: int = 2) -> float:
+    """Median seconds of one call of `fn` over `repeats` calls after `warmup` untimed ones (the
+    device synchronised around each)."""
     for _ in range(warmup):
         fn()
     times = []
@@ -387,20 +389,6 @@ def cmd_notebank(s: Setup, args) -> int:
 
 # ---- Titan-Llama Fig. 4 / Table 1 -----------------------------------------------------------------
 
-def _per_step(step: Callable[[], object], device: torch.device, steps: int, warmup: int = 8) -> float:
-    """Median seconds of one call of `step` over `steps` calls after `warmup` ones."""
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        sync(device)
-        t0 = time.perf_counter()
-        step()
-        sync(device)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def _decode(bb, state, steps: int) -> dict[str, str]:
     """Decode as the paper times it, from a state that read the context: the median per-token latency
     over `steps` greedy steps, eagerly (`Backbone.forward`, one token), in static shapes
@@ -414,18 +402,18 @@ def _decode(bb, state, steps: int) -> dict[str, str]:
     eager_state = state.clone()
     if cuda:
         torch.cuda.reset_peak_memory_stats(bb.device)
-    out = {"eager": f"{_per_step(lambda: bb.forward(eager_state, [5]), bb.device, steps) * 1e3:.2f} ms"}
+    out = {"eager": f"{median_seconds(lambda: bb.forward(eager_state, [5]), bb.device, steps, warmup=8) * 1e3:.2f} ms"}
     out["peak"] = f"{torch.cuda.max_memory_allocated(bb.device) / 2**30:.2f} GiB" if cuda else "-"
     try:
         dec = StaticDecoder(bb, state, 2 * (steps + 8) + 4)
     except ValueError as e:
         return {**out, "static": f"not static: {e}", "graph": "-"}
     dec.feed(5)
-    out["static"] = f"{_per_step(dec.step, bb.device, steps) * 1e3:.2f} ms"
+    out["static"] = f"{median_seconds(dec.step, bb.device, steps, warmup=8) * 1e3:.2f} ms"
     if cuda:
         try:
             dec.capture()
-            out["graph"] = f"{_per_step(dec.step, bb.device, steps) * 1e3:.2f} ms"
+            out["graph"] = f"{median_seconds(dec.step, bb.device, steps, warmup=8) * 1e3:.2f} ms"
         except Exception as e:  # noqa: BLE001  (a failed capture is a finding to report, not a crash)
             out["graph"] = f"capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
     else:
