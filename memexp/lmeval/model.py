@@ -27,7 +27,7 @@ from tqdm import tqdm
 from memexp.benchmarks.base import Example, Question
 from memexp.config import ConfigError
 from memexp.lmeval.config import config_dict, load, run_dir
-from memexp.lmeval.records import ANSWERS, append_answer
+from memexp.lmeval.records import ANSWERS, PENDING, append_answer
 from memexp.lmeval.split import split_prompt
 
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HF model's default when a task names none
@@ -152,7 +152,8 @@ class MemexpLM(LM):
         gen = ans.ids[:-1] if ans.ids and ans.ids[-1] in ended else ans.ids  # the id that ended it
         text = postprocess_generated_text(tok.decode(gen), p.until, None)
         ex = Example(id=example_id, task=p.task, length=p.length, context="", questions=[q])
-        rec = answer_record(ex, q, text, float("nan"), context_tokens, read_seconds, memory, ans)  # scored by finish
+        rec = answer_record(ex, q, text, 0.0, context_tokens, read_seconds, memory, ans)
+        rec.metric = PENDING  # lm-eval scores it; `finish` writes that score, or leaves the record out
         rec.costs = self.costs(rec.tokens, memory.stats)
         append_answer(self.run_dir, rec)
         return text

@@ -10,7 +10,8 @@ A sample's score is, in this order: its `score` metric (lm-eval's LongBench), th
 after the document's `max_length` (lm-eval's RULER keys its metrics by length and sets the
 others to -1), else its first numeric metric other than -1; lm-eval's per-sample values are in
 [0, 1] for these tasks and memexp's records are in [0, 100], hence x100. A sample without a
-numeric metric keeps its prediction with score NaN (lm-eval's results.json holds the score).
+numeric metric is left out of records.jsonl and counted in the summary (`unscored`): its score
+is only in lm-eval's results.json, and a record's score is always a number in [0, 100].
 """
 
 from __future__ import annotations
@@ -45,8 +46,11 @@ def _answers(run_dir: Path) -> dict[str, Record]:
     return out
 
 
+PENDING = "lm-eval:pending"  # the metric of an answer lm-eval has not scored yet (answers.jsonl)
+
+
 def sample_score(sample: dict[str, Any]) -> tuple[str, float]:
-    """(metric name, score in [0, 100]) of one lm-eval logged sample."""
+    """(metric name, score in [0, 100]) of one lm-eval logged sample; ("none", NaN) without a numeric metric."""
     names = list(sample.get("metrics") or [])
     length = str((sample.get("doc") or {}).get("max_length"))
     for name in ("score", length, *names):
@@ -68,10 +72,11 @@ def _references(target: Any) -> list[str]:
     return [] if target is None else [str(target)]
 
 
-def sample_records(run_dir: Path, samples: dict[str, list[dict]]) -> list[Record]:
-    """One record per (task, document): the model's record, scored from lm-eval's sample."""
+def sample_records(run_dir: Path, samples: dict[str, list[dict]]) -> tuple[list[Record], int]:
+    """One record per (task, document): the model's record, scored from lm-eval's sample; and how
+    many samples had no numeric metric (left out)."""
     answers = _answers(run_dir)
-    records = []
+    records, unscored = [], 0
     for task, rows in samples.items():
         seen = set()
         for s in rows:
@@ -82,28 +87,32 @@ def sample_records(run_dir: Path, samples: dict[str, list[dict]]) -> list[Record
             example_id = f"{task}/{doc_id}"
             doc = s.get("doc") or {}
             length = doc["max_length"] if isinstance(doc.get("max_length"), int) else "all"
-            rec = answers.get(example_id) or Record(example_id=example_id, question_id=f"{example_id}/0",
-                                                    task=task, length=length, score=math.nan)
             metric, score = sample_score(s)
+            if math.isnan(score):
+                unscored += 1
+                continue
+            rec = answers.get(example_id) or Record(example_id=example_id, question_id=f"{example_id}/0",
+                                                    task=task, length=length, score=score)
             resps = s.get("filtered_resps") or []
             rec.prediction = str(resps[0]) if resps else rec.prediction
             rec.references = _references(s.get("target"))
             rec.score, rec.metric = score, f"lm-eval:{metric}"
             records.append(rec)
-    return records
+    return records, unscored
 
 
 def finish(run_dir: Path, config: dict, samples: dict[str, list[dict]], results: dict | None = None) -> dict:
     """Write config.yaml, records.jsonl (rewritten: one lm-eval evaluation) and summary.json; the summary."""
     folder = RunFolder(run_dir)
     folder.prepare(config)
-    records = sample_records(run_dir, samples)
+    records, unscored = sample_records(run_dir, samples)
     folder.records_path.unlink(missing_ok=True)
     for rec in records:
         folder.append(rec)
     summary = summarize(records)
     summary["num_examples"] = len(records)
     summary["complete"] = True
+    summary["unscored"] = unscored  # samples without a numeric metric: scored in lm_eval_results only
     if results is not None:
         summary["lm_eval_results"] = results.get("results", {})
     folder.write_summary(summary)

@@ -7,7 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from memexp.app import CONF_DIR, group_options, load_config
-from memexp.config import ConfigError
+from memexp.config import ConfigError, without_file_checks
 from memexp.registry import ARCHS, METHODS
 
 BAD = [
@@ -84,14 +84,12 @@ def test_every_shipped_option_composes_and_validates(tmp_path):
             assert getattr(cfg, group).name == option
 
 
-def test_every_experiment_composes_and_validates(tmp_path):
+def test_every_experiment_composes_and_validates():
     for option in group_options("experiment"):
-        try:
+        # values only: a preset's checkpoint (mamba2_8b's, after its conversion) or trained adapter
+        # (the NB-LoRA rows) exists only once made; the run checks those files when it starts
+        with without_file_checks():
             load_config([f"experiment={option}"])
-        except ConfigError as e:
-            # a checkpoint that only exists after a conversion script (mamba2_8b) names its path
-            assert "backbone.pretrained=" in str(e) and "no such file" in str(e)
-            load_config([f"experiment={option}", f"backbone.pretrained={tmp_path}"])
         header = (CONF_DIR / "experiment" / f"{option}.yaml").read_text().splitlines()[:5]
         # `memexp latency` presets (Table 7) state that command instead of `run`
         assert any("python -m memexp run" in line or "python -m memexp latency" in line for line in header), \
