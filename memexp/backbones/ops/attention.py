@@ -40,11 +40,7 @@ def attention(
     """
     if scale is None:
         scale = q.shape[-1] ** -0.5
-    if mask is not None:
-        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask,
-                                           scale=scale, enable_gqa=q.shape[2] != k.shape[2])
-        return o.transpose(1, 2)
-    if q.dtype in (torch.float16, torch.bfloat16) and use_kernels(q, "flash_attn"):
+    if mask is None and q.dtype in (torch.float16, torch.bfloat16) and use_kernels(q, "flash_attn"):
         from flash_attn import flash_attn_func
 
         return flash_attn_func(
@@ -53,12 +49,14 @@ def attention(
     tq, tk = q.shape[1], k.shape[1]
     # With nothing cached before the chunk and no window that bites, the mask is torch's own
     # top-left causal one, which lets SDPA pick its fused kernels instead of its math path.
-    plain_causal = tq == tk and (window is None or window >= tk)
+    plain_causal = mask is None and tq == tk and (window is None or window >= tk)
+    if mask is None and not plain_causal:
+        mask = causal_mask(tq, tk, window, q.device)
     o = F.scaled_dot_product_attention(
         q.transpose(1, 2),
         k.transpose(1, 2),
         v.transpose(1, 2),
-        attn_mask=None if plain_causal else causal_mask(tq, tk, window, q.device),
+        attn_mask=mask,
         is_causal=plain_causal,
         scale=scale,
         enable_gqa=q.shape[2] != k.shape[2],
