@@ -24,14 +24,15 @@ import torch
 
 from memexp.backbones import load_backbone
 from memexp.backbones.base import Backbone
-from memexp.benchmarks.base import Question
-from memexp.config import NoteBankConfig, PlainConfig
-from memexp.dispatch import set_kernels
+from memexp.core.types import Question
+from memexp.kernels.dispatch import set_kernels
 from memexp.kernels.routing import route_votes
 from memexp.methods.base import Memory
 from memexp.methods.notebank.archive import Archive
+from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.notebank.method import NoteBank
-from memexp.methods.plain import Plain
+from memexp.methods.plain.config import PlainConfig
+from memexp.methods.plain.method import Plain
 
 WORDS = ("the grass is green and the sky is blue while rivers run past old stone walls under a quiet "
          "moon as people talk about markets music weather and the long road home").split()

@@ -22,10 +22,10 @@ import torch
 
 from memexp.backbones import load_backbone
 from memexp.benchmarks.datasets import SourceRow
-from memexp.benchmarks.memoryagentbench import MemoryAgentBench
-from memexp.benchmarks.memoryagentbench_tasks import TASKS
-from memexp.config import MemoryAgentBenchConfig
-from memexp.methods.plain import Plain
+from memexp.benchmarks.memoryagentbench.benchmark import MemoryAgentBench
+from memexp.benchmarks.memoryagentbench.config import MemoryAgentBenchConfig
+from memexp.benchmarks.memoryagentbench.tasks import TASKS
+from memexp.methods.plain.method import Plain
 
 
 def synthetic_row(tokenizer, context_tokens: int, questions: int) -> dict:

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from memexp.config import ASSETS_DIR
+from memexp.core.schema import ASSETS_DIR
 
 TASKS = ("niah_single_1", "niah_single_2", "niah_multikey_1")
 
@@ -35,9 +35,9 @@ def mean_direction_share(vectors: torch.Tensor) -> float:
 
 
 def main() -> None:
-    from memexp.app import load_config
     from memexp.backbones import load_backbone
     from memexp.benchmarks import build_benchmark
+    from memexp.cli.app import load_config
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, default=ASSETS_DIR / "tiny_gdn_words")

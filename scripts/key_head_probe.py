@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from memexp.backbones.ops.norms import rms_norm
-from memexp.config import ASSETS_DIR
+from memexp.core.schema import ASSETS_DIR
 from memexp.training.lexical_heads import lexical_projection
 
 CONVS = ("q_conv1d", "k_conv1d", "v_conv1d")
@@ -143,9 +143,9 @@ def asked_rank(scores: torch.Tensor, asked: int) -> tuple[torch.Tensor, torch.Te
 
 
 def measure(checkpoint: Path, layer: int, seed: int, samples: int) -> None:
-    from memexp.app import load_config
     from memexp.backbones import load_backbone
     from memexp.benchmarks import build_benchmark
+    from memexp.cli.app import load_config
 
     cfg = load_config(["experiment=tiny_gdn_words_lengths", "method=plain", f"bench.seed={seed}",
                        "bench.lengths=[1024]", f"bench.num_samples={samples}", "bench.tasks=[niah_multikey_1]",

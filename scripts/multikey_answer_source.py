@@ -54,7 +54,7 @@ def count_sources(folder: Path) -> dict[str, Counter]:
 
     from memexp.backbones import load_backbone
     from memexp.benchmarks import build_benchmark
-    from memexp.config import validate
+    from memexp.core.schema import validate
 
     cfg = validate(OmegaConf.create(yaml.safe_load((folder / "config.yaml").read_text())))
     tokenizer = load_backbone(cfg.backbone).tokenizer

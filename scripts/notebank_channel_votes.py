@@ -25,9 +25,9 @@ from collections import defaultdict
 import torch
 import torch.nn.functional as F
 
-from memexp.app import load_config
 from memexp.backbones import load_backbone
 from memexp.benchmarks import build_benchmark
+from memexp.cli.app import load_config
 from memexp.kernels import routing
 from memexp.methods import build_method
 from memexp.methods.notebank.router import top_r

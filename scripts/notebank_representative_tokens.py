@@ -32,10 +32,10 @@ from collections import Counter
 import torch
 import torch.nn.functional as F
 
-from memexp.app import load_config
 from memexp.backbones import load_backbone
 from memexp.backbones.base import as_ids
 from memexp.benchmarks import build_benchmark
+from memexp.cli.app import load_config
 from memexp.kernels import routing
 from memexp.methods import build_method
 from memexp.methods.notebank.features import ChunkFeatures

@@ -20,7 +20,7 @@ import random
 import torch
 
 from memexp.backbones import load_backbone
-from memexp.config import ASSETS_DIR
+from memexp.core.schema import ASSETS_DIR
 from memexp.methods.titan.config import TitanConfig
 from memexp.methods.titan.retrofit import retrofit
 from memexp.training.niah_text import niah_text, stream

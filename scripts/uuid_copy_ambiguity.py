@@ -15,7 +15,7 @@ import argparse
 import random
 
 from memexp.benchmarks.ruler.vocabulary import random_uuid
-from memexp.config import ASSETS_DIR
+from memexp.core.schema import ASSETS_DIR
 
 
 def ambiguous(tokens: list[str], n: int) -> bool:

@@ -1,6 +1,6 @@
-"""memexp.config.portable_assets: records and labels name a shipped asset the same on every machine."""
+"""memexp.core.schema.portable_assets: records and labels name a shipped asset the same on every machine."""
 
-from memexp.config import ASSETS_DIR, asset_path, portable_assets
+from memexp.core.schema import ASSETS_DIR, asset_path, portable_assets
 
 
 def test_asset_paths_become_the_yaml_form_that_resolves_back_to_them():

@@ -1,6 +1,6 @@
 """NoteBank key distinctiveness d_t = 1 - <unit key, normalised mean of the chunk's unit keys>.
 
-`chunk_distinctiveness` runs the Triton kernel when `memexp.dispatch.use_kernels` says so (CUDA
+`chunk_distinctiveness` runs the Triton kernel when `memexp.kernels.dispatch.use_kernels` says so (CUDA
 tensors, or CPU tensors under TRITON_INTERPRET=1) and the PyTorch reference otherwise.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from memexp.dispatch import use_kernels
+from memexp.kernels.dispatch import use_kernels
 from memexp.kernels.distinctiveness.reference import chunk_distinctiveness_reference
 
 

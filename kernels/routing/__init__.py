@@ -1,6 +1,6 @@
 """NoteBank routing: max cosine over question positions per (channel, note), one vote per channel.
 
-`route_votes` runs the Triton kernel when `memexp.dispatch.use_kernels` says so (CUDA tensors,
+`route_votes` runs the Triton kernel when `memexp.kernels.dispatch.use_kernels` says so (CUDA tensors,
 or CPU tensors under TRITON_INTERPRET=1), the tiled fp32 path of `cpu.py` for other CPU tensors,
 and the PyTorch reference elsewhere.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from memexp.dispatch import use_kernels
+from memexp.kernels.dispatch import use_kernels
 from memexp.kernels.routing.cpu import route_votes_cpu
 from memexp.kernels.routing.reference import route_votes_reference
 

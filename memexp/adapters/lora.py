@@ -28,7 +28,7 @@ from torch import nn
 
 from memexp.adapters.base import AdapterError, model_of
 from memexp.adapters.targets import Rows, normalise_rows, parse_rows, resolve_targets
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 
 
 @dataclass

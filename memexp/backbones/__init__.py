@@ -4,7 +4,7 @@
     bb = load_backbone("tiny_gdn_random")        # a YAML in conf/backbone/
     bb = load_backbone({"arch": "gdn", "pretrained": "/path/to/dir"})
 
-Each arch is an entry of `memexp.registry.ARCHS`, registered from its package's `__init__`:
+Each arch is an entry of `memexp.core.registry.ARCHS`, registered from its package's `__init__`:
 a lazy `module:function` that takes a `BackboneConfig` and returns a `Backbone`, and the
 capabilities validation reads (`recurrent_channels`, ...). An outside package plugs in an
 architecture with one `register` call. The interface names load lazily, so that naming an
@@ -13,42 +13,42 @@ architecture while validating a config imports no torch.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memexp.config import BackboneConfig, ConfigError
-from memexp.registry import ARCHS
+from memexp.core.paths import CONF_DIR
+from memexp.core.registry import ARCHS
+from memexp.core.schema import BackboneConfig, ConfigError
 
 if TYPE_CHECKING:
     from memexp.backbones.base import Backbone
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "backbone"
+BACKBONE_OPTIONS = CONF_DIR / "backbone"
 
 
 def register(arch: str, target: Any, schema: Any = None, **meta: Any) -> None:
     """Make `backbone.arch=<arch>` runnable: `target` builds a Backbone from a BackboneConfig
     ("module:function" or the function); meta flags such as `recurrent_channels=True` are what
-    validation asks of it (see `memexp.registry.ARCHS`)."""
+    validation asks of it (see `memexp.core.registry.ARCHS`)."""
     ARCHS.register(arch, target, schema, **meta)
 
 
 def backbone_names() -> list[str]:
     """The YAML names in conf/backbone/."""
-    return sorted(p.stem for p in CONF_DIR.glob("*.yaml"))
+    return sorted(p.stem for p in BACKBONE_OPTIONS.glob("*.yaml"))
 
 
 def backbone_config(spec: BackboneConfig | dict | str) -> BackboneConfig:
     """A validated BackboneConfig from itself, a dict of its fields, or a conf/backbone name."""
     from omegaconf import OmegaConf
 
-    from memexp.config import _build
+    from memexp.core.schema import _build
 
     if isinstance(spec, BackboneConfig):
         return spec
     if isinstance(spec, str):
-        path = CONF_DIR / f"{spec}.yaml"
+        path = BACKBONE_OPTIONS / f"{spec}.yaml"
         if not path.is_file():
-            raise ConfigError(f"backbone={spec!r}: no {path.name} in {CONF_DIR}; allowed values are "
+            raise ConfigError(f"backbone={spec!r}: no {path.name} in {BACKBONE_OPTIONS}; allowed values are "
                               f"{', '.join(backbone_names())}")
         spec = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     if not isinstance(spec, dict):
@@ -72,27 +72,8 @@ def load_backbone(spec: BackboneConfig | dict | str) -> Backbone:
     return build(cfg)
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("Backbone", "Channel", "Observer", "State", "Tokenizer"):
-        from memexp.backbones import base
-
-        return getattr(base, name)
-    if name == "BackboneLoadError":
-        from memexp.backbones.loading import BackboneLoadError
-
-        return BackboneLoadError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
-    "ARCHS",
-    "Backbone",
-    "BackboneConfig",
-    "BackboneLoadError",
-    "Channel",
-    "Observer",
-    "State",
-    "Tokenizer",
     "backbone_config",
     "backbone_names",
     "load_backbone",

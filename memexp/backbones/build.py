@@ -29,7 +29,7 @@ from memexp.backbones.loading import (
     resolve_pretrained,
 )
 from memexp.backbones.stack import LayerStackBackbone
-from memexp.config import BackboneConfig, ConfigError
+from memexp.core.schema import BackboneConfig, ConfigError
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Benchmarks: `build_benchmark(cfg)` turns a validated bench config into a Benchmark.
 
-Benchmarks are named in `memexp.registry.BENCHES` (schema + lazy target, registered beside each
+Benchmarks are named in `memexp.core.registry.BENCHES` (schema + lazy target, registered beside each
 implementation); this package's names load lazily, so importing a benchmark's schema module
 (validation) imports no torch.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memexp.registry import BENCHES
+from memexp.core.registry import BENCHES
 
 if TYPE_CHECKING:
     from memexp.benchmarks.base import Benchmark
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 def build_benchmark(cfg) -> "Benchmark":
     """The Benchmark registered as `cfg.name`, built from its validated config (its relative
-    cache_dir placed under memexp's root, memexp.paths)."""
-    from memexp.paths import rebase_cache
+    cache_dir placed under memexp's root, memexp.core.paths)."""
+    from memexp.core.paths import rebase_cache
 
     return BENCHES.get(cfg.name).load()(rebase_cache(cfg))
 
@@ -30,12 +30,4 @@ def register(name: str, target: Any, schema: Any = None, **meta: Any) -> None:
     BENCHES.register(name, target, schema, **meta)
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("Benchmark", "Example", "Question"):
-        from memexp.benchmarks import base
-
-        return getattr(base, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["Benchmark", "Example", "Question", "build_benchmark", "register"]
+__all__ = ["build_benchmark", "register"]

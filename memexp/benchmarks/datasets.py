@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 from memexp.benchmarks import hub
 from memexp.benchmarks.hub import NotCached, offline
 
-log = logging.getLogger("memexp.data")
+log = logging.getLogger("memexp.cli.data")
 
 _COMPLETE = ".complete"  # written last, so a half-finished download never counts as cached
 

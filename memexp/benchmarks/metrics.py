@@ -10,7 +10,7 @@ import string
 from collections import Counter
 
 # bump when any metric's score of the same prediction changes: run folder keys include it
-# (memexp.run_identity), so scores from an older metric are never resumed as current ones
+# (memexp.run.identity), so scores from an older metric are never resumed as current ones
 VERSION = 1
 
 _CONTROL = re.compile(r"[\x00-\x1f]")

@@ -1,4 +1,4 @@
-"""A job of a sweep that fails for a reason the user can fix (memexp.errors) inside a launcher's
+"""A job of a sweep that fails for a reason the user can fix (memexp.core.errors) inside a launcher's
 worker (a SLURM job, a local process) says so in one line in its log, and leaves that line in its
 job folder (`failed.json`, with the log's path) instead of ending its process: the sweep goes on
 with the other jobs and names every failed job when it ends (memexp.cluster.sweep_report)."""

@@ -18,8 +18,8 @@ import subprocess
 from pathlib import Path
 
 from memexp.cluster.sweep_folder import SweepJob, recorded, sweep_jobs
-from memexp.config import ConfigError
-from memexp.run_lock import LOCK_NAME
+from memexp.core.schema import ConfigError
+from memexp.run.lock import LOCK_NAME
 
 # SLURM's job states (squeue %T) as the sweep sees them
 QUEUED = {"PENDING": "pending", "REQUEUED": "pending", "REQUEUE_HOLD": "pending", "REQUEUE_FED": "pending",
@@ -38,7 +38,7 @@ def slurm_queue() -> dict[str, str]:
 
 
 def lock_held(run_folder: Path | None) -> bool:
-    """Is a run writing this folder now (memexp.run_lock's flock is held)?"""
+    """Is a run writing this folder now (memexp.run.lock's flock is held)?"""
     if run_folder is None or not (run_folder / LOCK_NAME).is_file():
         return False
     fd = os.open(run_folder / LOCK_NAME, os.O_RDONLY)

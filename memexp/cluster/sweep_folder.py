@@ -13,8 +13,8 @@ from pathlib import Path
 import yaml
 
 from memexp.cluster.job_failure import read_failure
-from memexp.jobs import POINTER
-from memexp.tracking import swept_keys
+from memexp.run.jobs import POINTER
+from memexp.run.tracking import swept_keys
 
 
 @dataclass
@@ -36,7 +36,7 @@ class SweepJob:
     @property
     def label(self) -> str:
         """The overrides that tell this job apart (every one in a sweep of one job), as the user typed
-        them (memexp.app adds ++ to schema fields)."""
+        them (memexp.cli.app adds ++ to schema fields)."""
         typed = [o.lstrip("+~") for o in self.overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
         return " ".join(o for o in typed if not self.swept or o.partition("=")[0] in self.swept)
 

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 
 
 def _parse(argv: list[str]):
@@ -40,12 +40,12 @@ def main(argv: list[str]) -> int:
 
     if importlib.util.find_spec("lm_eval") is None:
         raise ConfigError('python -m memexp lm-eval needs lm-evaluation-harness: pip install -e ".[lmeval]"')
+    from memexp.core.paths import under_root
     from memexp.lmeval import NAME, register
     from memexp.lmeval.config import config_dict, load, run_dir
     from memexp.lmeval.quiet import quiet
     from memexp.lmeval.records import finish, read_results, read_samples
-    from memexp.paths import under_root
-    from memexp.records import format_table
+    from memexp.run.records import format_table
 
     quiet(under_root("outputs/cache/nltk_data"))
     register()

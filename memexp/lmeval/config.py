@@ -2,7 +2,7 @@
 
 ``backbone=``, ``method=`` and dotted ``backbone.*`` / ``method.*`` fields (and ``kernels``,
 ``threads``, ``output_dir``, ``progress``) are memexp overrides, composed and validated by
-``memexp.app.load_config`` before any model loads. The model's own arguments are
+``memexp.cli.app.load_config`` before any model loads. The model's own arguments are
 ``LmEvalArgs``'s fields. lm-eval adds ``batch_size``, ``max_batch_size`` and ``device``
 itself: memexp answers one request at a time and places the model by ``backbone.device``.
 """
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Optional
 
-from memexp.config import ConfigError, RunConfig, _at_least
+from memexp.core.schema import ConfigError, RunConfig, _at_least
 from memexp.lmeval.split import check_split
 
 GROUPS = ("backbone", "method")
@@ -66,7 +66,7 @@ def parse_model_args(model_args: dict[str, Any]) -> tuple[list[str], LmEvalArgs]
 
 def load(model_args: dict[str, Any]) -> tuple[RunConfig, LmEvalArgs]:
     """The validated memexp config and the model's arguments; loads no model."""
-    from memexp.app import load_config
+    from memexp.cli.app import load_config
 
     overrides, args = parse_model_args(model_args)
     return load_config(overrides), args
@@ -84,7 +84,7 @@ def run_dir(cfg: RunConfig, args: LmEvalArgs, lm_eval: dict[str, Any] | None = N
     """outputs/runs/lm_eval/<backbone>/<method>/<hash of config_dict>, unless `args.run_dir` names one."""
     if args.run_dir:
         return Path(args.run_dir)
-    from memexp.records import config_hash
+    from memexp.run.records import config_hash
 
     key = config_hash(config_dict(cfg, args, lm_eval))
     return Path(cfg.output_dir) / "lm_eval" / cfg.backbone.name / cfg.method.name / key

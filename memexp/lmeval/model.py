@@ -5,7 +5,7 @@ prompt into context and question (memexp.lmeval.split), groups the requests by c
 each context ONCE with the memexp Method and answers every request of the group from a copy
 of the retained state (`Method.answer` never mutates the memory), like memexp's own runner.
 Decoding is greedy; lm-eval's `until` strings end it at the last token of each string (as
-memexp's benchmarks stop, `memexp.runner.answer_stop_ids`) and the text is cut at the first
+memexp's benchmarks stop, `memexp.run.runner.answer_stop_ids`) and the text is cut at the first
 stop string, as lm-eval's HF model does. Nothing is truncated: a request longer than
 `max_length` tokens is an error. Each answer's memexp record (tokens, seconds, method figures)
 is appended to the run folder's answers.jsonl; `memexp.lmeval.records.finish` scores them
@@ -24,8 +24,8 @@ from lm_eval.api.model import LM
 from lm_eval.models.utils import normalize_gen_kwargs, postprocess_generated_text
 from tqdm import tqdm
 
-from memexp.benchmarks.base import Example, Question
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
+from memexp.core.types import Example, Question
 from memexp.lmeval.config import config_dict, load, run_dir
 from memexp.lmeval.records import ANSWERS, PENDING, append_answer
 from memexp.lmeval.split import split_prompt
@@ -71,9 +71,9 @@ class MemexpLM(LM):
         import torch
 
         from memexp.backbones import load_backbone
-        from memexp.dispatch import set_kernels
+        from memexp.kernels.dispatch import set_kernels
         from memexp.methods import build_method
-        from memexp.runner import record_costs_fn
+        from memexp.run.runner import record_costs_fn
 
         if self.cfg.threads:
             torch.set_num_threads(self.cfg.threads)
@@ -140,7 +140,7 @@ class MemexpLM(LM):
             yield i, answered[key]
 
     def _answer(self, p: _Request, q_ids: list[int], memory, context_tokens: int, read_seconds: float) -> str:
-        from memexp.runner import answer_record, answer_stop_ids
+        from memexp.run.runner import answer_record, answer_stop_ids
 
         tok = self.backbone.tokenizer
         example_id = f"{p.task}/{p.doc_id}"

@@ -22,7 +22,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from memexp.records import Record, RunFolder, summarize
+from memexp.core.types import Record
+from memexp.run.records import RunFolder, summarize
 
 ANSWERS = "answers.jsonl"
 

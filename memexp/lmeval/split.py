@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 
 SPLITS = ("auto", "last_line", "none", "doc_field:<name>")
 _FIX = "pass split=last_line|none|doc_field:<name> in --model_args"

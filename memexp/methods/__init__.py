@@ -1,6 +1,6 @@
 """Memory methods: `build_method(cfg)` turns a validated method config into a Method.
 
-Methods are named in `memexp.registry.METHODS` (schema + lazy target, registered beside each
+Methods are named in `memexp.core.registry.METHODS` (schema + lazy target, registered beside each
 implementation); this package's names load lazily, so importing a method's schema module
 (validation) imports no torch.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memexp.registry import METHODS
+from memexp.core.registry import METHODS
 
 if TYPE_CHECKING:
     from memexp.methods.base import Method
@@ -26,12 +26,4 @@ def register(name: str, target: Any, schema: Any = None, **meta: Any) -> None:
     METHODS.register(name, target, schema, **meta)
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("Answer", "Memory", "Method"):
-        from memexp.methods import base
-
-        return getattr(base, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["Answer", "Memory", "Method", "build_method", "register"]
+__all__ = ["build_method", "register"]

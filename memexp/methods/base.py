@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from memexp.backbones.base import Backbone, State
-from memexp.benchmarks.base import Question
+from memexp.core.types import Question
 
 P = TypeVar("P")  # a method's private payload in Memory.extra
 

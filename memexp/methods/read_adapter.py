@@ -11,7 +11,7 @@ content hash).
 
 The checks that need no model (the folder is an adapter folder; its backbone is the run's, by
 name, arch and, for a local checkpoint, the shape in its config.json and its weights) run before
-any model loads (`check_backbone`, from memexp.run_checks): adapters learned on one set of weights
+any model loads (`check_backbone`, from memexp.run.checks): adapters learned on one set of weights
 mean nothing on another of the same shape (a retrained or replaced checkpoint). The same shape
 check against the loaded model, and the module-by-module shape check of memexp.adapters, run in
 `prepare`.
@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Optional
 
-from memexp.config import ConfigError, files_checked
+from memexp.core.schema import ConfigError, files_checked
 
 META_FILE = "notebank_lora.json"
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", META_FILE)
@@ -90,7 +90,7 @@ def check_backbone(adapter: Optional[str], backbone_cfg: Any) -> None:
     checkpoint on its weights, when the adapter records them (ConfigError)."""
     if adapter is None:
         return
-    from memexp.run_identity import weights_fingerprint
+    from memexp.run.identity import weights_fingerprint
 
     meta = read_meta(adapter)
     why = mismatch(meta, backbone_cfg.name, backbone_cfg.arch, _local_shape(backbone_cfg))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 
 
 def check_rescale(value: Optional[float], allow_none: bool = True) -> None:

@@ -11,7 +11,7 @@ Without --tables / --figures it prints the method x length table of every benchm
 
 --tables DIR writes, per benchmark, every table (tables.py) as .md, .csv and .tex;
 --figures DIR every figure (figures.py) as .png; --plot one score-vs-length figure;
---paper FILE adds a paper's numbers (schema in paper.py) beside memexp's.
+--paper PRESET|FILE adds a paper's numbers (schema in paper.py) beside memexp's.
 --where keeps the runs whose config matches; --by / --label / --csv print and write the
 summary of memexp.results grouped by config fields (report/query.py).
 """
@@ -22,7 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from memexp.report.paper import PaperTable, load
+from memexp.report.paper import PaperTable, load, resolve
 from memexp.report.runs import Cell, Run, by_bench, find_runs
 from memexp.report.tables import Table, bench_tables, length_table, sweeps
 
@@ -103,7 +103,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--plot", help="write one PNG of score vs length here (one per benchmark: <stem>_<bench>.png)")
     p.add_argument("--tables", help="write every table here as .md, .csv and .tex")
     p.add_argument("--figures", help="write every figure here as .png")
-    p.add_argument("--paper", action="append", default=[], help="a paper_numbers YAML file (repeatable)")
+    p.add_argument("--paper", action="append", default=[], help="a paper preset (its shipped numbers) or a paper numbers YAML file (repeatable)")
     p.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
                    help="only runs whose config field equals (or with !=, differs from) the value; repeatable")
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
@@ -112,7 +112,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--label", help="row names for --by, e.g. '{method.router}' (default: field=value)")
     p.add_argument("--csv", help="write the --by summary (or one row per run) here, long format")
     args = p.parse_args(argv)
-    paper = [t for f in args.paper for t in load(Path(f))]
+    paper = [t for spec in args.paper for f in resolve(spec) for t in load(f)]
     missing = [r for r in args.roots if not Path(r).expanduser().exists()]
     if missing:
         print(f"memexp: report: {missing[0]}: no such folder", file=sys.stderr)

@@ -237,7 +237,7 @@ def flops_figure(path: Path, bench: str, runs: list[Run]) -> Path | None:
     return _save(fig, path)
 
 
-PARTS = ("write", "probe", "route", "replay", "attention")  # memexp.costs notebank_added_flops' parts
+PARTS = ("write", "probe", "route", "replay", "attention")  # memexp.costs.report notebank_added_flops' parts
 
 
 def _mean(values: list[float]) -> float | None:
@@ -246,7 +246,7 @@ def _mean(values: list[float]) -> float | None:
 
 def recorded_counts(run: Run) -> dict[str, dict[str, float]]:
     """Per length: the records' mean context, question, output and replay tokens, notes and
-    archived tokens (the counts memexp.costs.cost_report takes), where the records hold them."""
+    archived tokens (the counts memexp.costs.report.cost_report takes), where the records hold them."""
     keys = {"length": ("tokens", "context"), "question_tokens": ("tokens", "question"),
             "output_tokens": ("tokens", "generated"), "replay_tokens": ("tokens", "replay"),
             "notes": ("method_stats", "notes"), "archived_tokens": ("method_stats", "archived_tokens")}
@@ -262,13 +262,13 @@ def recorded_counts(run: Run) -> dict[str, dict[str, float]]:
 
 def _breakdown(run: Run) -> tuple[dict[str, dict[str, float]], set[str]] | None:
     """(per length: each added-FLOPs part as % of Plain, the counts cost_report had to assume),
-    from memexp.costs.cost_report at the records' own mean counts (context, question, output and
+    from memexp.costs.report.cost_report at the records' own mean counts (context, question, output and
     replayed tokens, notes): the breakdown of what the run did, not of the R x B bound. None:
     not costable."""
     from omegaconf import OmegaConf
 
-    from memexp.config import validate
-    from memexp.costs import cost_report
+    from memexp.core.schema import validate
+    from memexp.costs.report import cost_report
 
     try:
         cfg = validate(OmegaConf.create(run.config))

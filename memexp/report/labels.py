@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Callable, Iterable
 
-from memexp.config import portable_assets
+from memexp.core.schema import portable_assets
 
 GROUPS = ("backbone", "method", "bench")
 # how a run is watched, scheduled or stored; not what it computes (`paths` differ between a

@@ -25,7 +25,7 @@ def read_summary(folder: Path) -> dict:
         if not isinstance(summary, dict):
             raise UnreadableRunError(f"{path}: unreadable (a JSON {type(summary).__name__}, not an object)")
         return summary
-    from memexp.records import summarize
+    from memexp.run.records import summarize
 
     return {**summarize(read_records(folder)), "complete": False}
 
@@ -34,7 +34,7 @@ def read_records(folder: Path) -> list[dict]:
     """records.jsonl's complete lines, first of each key. Read-only on purpose (unlike
     RunFolder.load_records, which cuts a torn last line off the file): a report must not
     change a folder that a running job may be appending to."""
-    from memexp.records import Record
+    from memexp.core.types import Record
 
     path = Path(folder) / "records.jsonl"
     if not path.exists():

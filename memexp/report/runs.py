@@ -11,7 +11,7 @@ import yaml
 
 from memexp.report.labels import config_key
 from memexp.report.reading import UnreadableRunError, read_records, read_summary
-from memexp.shards import ShardMergeError, merge_shards
+from memexp.run.shards import ShardMergeError, merge_shards
 
 # The pointer a sweep job folder (multirun/<date>/<time>/<job>/) holds to its run folder.
 POINTER = "run_folder.txt"
@@ -218,7 +218,7 @@ def _tasks_key(tasks: tuple[str, ...]) -> str:
 
 def added_flops_percent(run: Run) -> dict[str, float]:
     """Per length: added FLOPs as % of Plain (100 * sum added / sum plain, as summarize) and the
-    from the records' `costs` (memexp.costs.record_costs); lengths without modelled costs are left out."""
+    from the records' `costs` (memexp.costs.report.record_costs); lengths without modelled costs are left out."""
     sums: dict[str, list[float]] = {}
     for rec in run.records:
         c = rec.get("costs") or {}

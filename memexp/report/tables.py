@@ -9,10 +9,10 @@ import csv
 import io
 from dataclasses import dataclass, field
 
-from memexp.records import _length_order
 from memexp.report import labels as lb
 from memexp.report.paper import PaperTable
 from memexp.report.runs import Cell, Run
+from memexp.run.records import _length_order
 
 INCOMPLETE = " (incomplete)"
 INCOMPLETE_NOTE = ("(incomplete): not every example recorded (summary.json has complete: false, or no summary.json "

@@ -42,7 +42,7 @@ def summarize(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     length, length `all` per task, and both `all` (question-weighted means, as summary.json's)."""
     import pandas as pd
 
-    from memexp.records import _length_order
+    from memexp.run.records import _length_order
 
     keys = group_keys(df, by)
     rows = []

@@ -17,10 +17,11 @@ import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from memexp.config import ConfigError, _build
-from memexp.registry import RECIPES
+from memexp.core.paths import CONF_DIR
+from memexp.core.registry import RECIPES
+from memexp.core.schema import ConfigError, _build
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf" / "recipe"
+RECIPE_OPTIONS = CONF_DIR / "recipe"
 
 
 def _backbone_layer(name: str, node, overrides: list[str]) -> None:
@@ -30,7 +31,7 @@ def _backbone_layer(name: str, node, overrides: list[str]) -> None:
         return
     chosen = [o.split("=", 1)[1] for o in overrides if o.startswith("backbone=")]
     backbone = chosen[-1] if chosen else node.backbone
-    layer = CONF_DIR / f"{name}_{backbone}.yaml"
+    layer = RECIPE_OPTIONS / f"{name}_{backbone}.yaml"
     if layer.is_file():
         node.merge_with(OmegaConf.load(layer))
 
@@ -46,7 +47,7 @@ def load_recipe(argv: list[str]):
     if bad:
         raise ConfigError(f"{bad[0]!r}: expected field=value")
     try:
-        node = OmegaConf.load(CONF_DIR / f"{name}.yaml")
+        node = OmegaConf.load(RECIPE_OPTIONS / f"{name}.yaml")
         _backbone_layer(name, node, overrides)
         for override in overrides:
             key, value = override.split("=", 1)
@@ -62,7 +63,7 @@ def load_recipe(argv: list[str]):
 
 def _choose_output(recipe, name: str) -> None:
     """A new folder by default; the shipped assets only with replace_assets=true."""
-    from memexp.config import ASSETS_DIR
+    from memexp.core.schema import ASSETS_DIR
 
     if recipe.replace_assets:
         if recipe.output is not None:
@@ -78,7 +79,7 @@ def _choose_output(recipe, name: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from memexp.run_checks import check_recipe
+    from memexp.run.checks import check_recipe
 
     try:
         recipe, run = load_recipe(list(argv))

@@ -9,10 +9,10 @@ from __future__ import annotations
 import tempfile
 
 from memexp.backbones.base import Backbone
-from memexp.benchmarks.ruler import Ruler
-from memexp.config import RulerConfig
-from memexp.methods.plain import Plain
-from memexp.runner import run_example
+from memexp.benchmarks.ruler.benchmark import Ruler
+from memexp.benchmarks.ruler.config import RulerConfig
+from memexp.methods.plain.method import Plain
+from memexp.run.runner import run_example
 
 
 def plain_accuracy(backbone: Backbone, task: str, length: int, num_samples: int, seed: int = 42,

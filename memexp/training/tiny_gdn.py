@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from memexp.backbones.gdn.model import GDNBackbone, GDNConfig, GDNForCausalLM
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.config import ASSETS_DIR, ConfigError, portable_assets
+from memexp.core.schema import ASSETS_DIR, ConfigError, portable_assets
 from memexp.training.niah_eval import plain_accuracy
 from memexp.training.niah_text import QUESTIONS, STREAM_PREFIX, TASK, NiahText, niah_text, stream
 

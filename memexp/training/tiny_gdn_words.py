@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from memexp.backbones.gdn.model import GDNBackbone, GDNConfig
-from memexp.config import ASSETS_DIR, ConfigError, portable_assets
+from memexp.core.schema import ASSETS_DIR, ConfigError, portable_assets
 from memexp.training.lexical_heads import LexicalHeads
 from memexp.training.niah_eval import plain_accuracy
 from memexp.training.niah_words import (

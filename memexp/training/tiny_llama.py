@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from memexp.backbones.attention.model import AttentionBackbone, AttentionConfig, LlamaForCausalLM
 from memexp.backbones.loading import save_weights
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.config import ASSETS_DIR, ConfigError
+from memexp.core.schema import ASSETS_DIR, ConfigError
 from memexp.training.niah_eval import plain_accuracy
 from memexp.training.niah_text import TASK, stream
 from memexp.training.tiny_gdn import Stage, check_stages, train_stage, write_recipe_record

@@ -29,9 +29,9 @@ import torch
 import torch.nn.functional as F
 
 from memexp.backbones import load_backbone
-from memexp.checkpoint_shapes import KNOWN_CONFIGS
-from memexp.config import BackboneConfig
-from memexp.dispatch import kernel_calls, library_status, reset_kernel_calls
+from memexp.backbones.shapes import KNOWN_CONFIGS
+from memexp.core.schema import BackboneConfig
+from memexp.kernels.dispatch import kernel_calls, library_status, reset_kernel_calls
 
 GDN = "m-a-p/1.3B-100B-GatedDeltaNet-pure"
 MAMBA2 = "state-spaces/mamba2-1.3b"
@@ -331,9 +331,10 @@ def cmd_notebank(s: Setup, args) -> int:
     (order alternated), wall time and torch.cuda.max_memory_allocated (weights included). A length
     whose predicted cost (from the previous length's time per token) exceeds what is left of
     `--budget` is skipped and says so."""
-    from memexp.config import NoteBankConfig, PlainConfig
-    from memexp.latency import PeakMemory, run_once, synthetic_inputs
+    from memexp.costs.latency import PeakMemory, run_once, synthetic_inputs
     from memexp.methods import build_method
+    from memexp.methods.notebank.config import NoteBankConfig
+    from memexp.methods.plain.config import PlainConfig
 
     model = s.pick(KNOWN_CONFIGS[GDN].fields, SMOKE["gdn"])
     bb = backbone("gdn", model, s.device.type, "bfloat16", prefill_chunk=args.prefill_chunk)

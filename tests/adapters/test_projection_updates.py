@@ -6,7 +6,7 @@ import torch
 
 from memexp.adapters import AdapterError, LoRAConfig, attach_lora, load_adapters, save_adapters
 from memexp.backbones import load_backbone
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 
 RANK, ALPHA = 4, 6.0  # scale 1.5
 

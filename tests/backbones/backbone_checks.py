@@ -25,9 +25,10 @@ def check_method_end_to_end(backbone, method: str, **notebank):
     """Plain or NoteBank (`notebank` overrides its small test config) reads numbered facts and
     answers a question about them; checks the answer's length, that answering leaves the read
     state's position alone, and that NoteBank wrote and replayed notes. Returns (memory, context)."""
-    from memexp.benchmarks.base import Question
-    from memexp.config import NoteBankConfig, PlainConfig
+    from memexp.core.types import Question
     from memexp.methods import build_method
+    from memexp.methods.notebank.config import NoteBankConfig
+    from memexp.methods.plain.config import PlainConfig
 
     cfg = PlainConfig() if method == "plain" else NoteBankConfig(
         **{"chunk_size": 64, "window": 8, "tail": 8, "span_budget": 16, "address_dim": 4, **notebank})

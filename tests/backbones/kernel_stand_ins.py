@@ -15,8 +15,8 @@ import types
 import torch
 import torch.nn.functional as F
 
-from memexp import dispatch
 from memexp.backbones.ops.ssd import recurrent_ssd_ref, step_sizes
+from memexp.kernels import dispatch
 
 
 def conv_ref(x, weight, bias, initial, activation):

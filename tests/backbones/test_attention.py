@@ -17,7 +17,7 @@ from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.ops.attention import attention, attention_ref
 from memexp.backbones.ops.rotary import build_rope
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.config import BackboneConfig
+from memexp.core.schema import BackboneConfig
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
             intermediate_size=64, vocab_size=300, rms_norm_eps=1e-5, max_position_embeddings=64)
@@ -172,9 +172,9 @@ def test_offline_hub_id_fails_clearly(monkeypatch, tmp_path):
 def test_plain_runs_end_to_end_under_a_sliding_window():
     """Plain reads a context longer than the window and answers (without a window, and
     NoteBank's refusal: test_contract.py)."""
-    from memexp.benchmarks.base import Question
-    from memexp.config import PlainConfig
+    from memexp.core.types import Question
     from memexp.methods import build_method
+    from memexp.methods.plain.config import PlainConfig
 
     backbone = tiny(window=48)
     tok = backbone.tokenizer
@@ -190,12 +190,12 @@ def test_plain_runs_end_to_end_under_a_sliding_window():
 def test_backbone_options():
     from omegaconf import OmegaConf
 
-    from memexp.backbones import CONF_DIR, load_backbone
+    from memexp.backbones import BACKBONE_OPTIONS, load_backbone
 
-    assert OmegaConf.load(CONF_DIR / "llama32_1b.yaml").pretrained == "meta-llama/Llama-3.2-1B-Instruct"
-    baseline = OmegaConf.load(CONF_DIR / "transformer_1b.yaml")
+    assert OmegaConf.load(BACKBONE_OPTIONS / "llama32_1b.yaml").pretrained == "meta-llama/Llama-3.2-1B-Instruct"
+    baseline = OmegaConf.load(BACKBONE_OPTIONS / "transformer_1b.yaml")
     assert baseline.pretrained == "m-a-p/transformer_1.3B_baseline" and baseline.arch == "llama"
-    assert load_backbone({**OmegaConf.to_container(OmegaConf.load(CONF_DIR / "tiny_llama_random.yaml")),
+    assert load_backbone({**OmegaConf.to_container(OmegaConf.load(BACKBONE_OPTIONS / "tiny_llama_random.yaml")),
                           "window": 4096}).window == 4096
 
 

@@ -58,7 +58,7 @@ import torch
 from test_contract import BY_NAME
 
 from memexp.backbones import backbone_config, load_backbone
-from memexp.registry import ARCHS, METHODS
+from memexp.core.registry import ARCHS, METHODS
 
 U = 2.0 ** -8  # bf16's unit roundoff
 ROUNDINGS_PER_BLOCK = 16  # K in the module docstring
@@ -265,7 +265,7 @@ def recorded(backbone):
 def run_method(name: str, arch: str, dtype: str):
     """The method on the tiny `arch` in `dtype`: the forward calls of the context read, those of
     each answer, and the answers."""
-    from memexp.benchmarks.base import Question
+    from memexp.core.types import Question
     from memexp.methods import build_method
 
     bb = tiny(arch, dtype)

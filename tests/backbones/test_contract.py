@@ -18,7 +18,7 @@ import torch
 from backbone_checks import check_method_end_to_end, feed, pieces_of
 
 from memexp.backbones import backbone_config, load_backbone
-from memexp.registry import ARCHS
+from memexp.core.registry import ARCHS
 
 PREFILL_CHUNK = 5  # small, so that short sequences cross prefill chunks and cuts fall on their edges
 
@@ -370,8 +370,8 @@ def test_methods_run_end_to_end(arch, bb, method):
 
 @archs(ATTENTION_ONLY)
 def test_notebank_refuses_a_backbone_without_channels(arch, bb):
-    from memexp.config import NoteBankConfig
     from memexp.methods import build_method
+    from memexp.methods.notebank.config import NoteBankConfig
 
     with pytest.raises(ValueError, match="channel"):
         build_method(NoteBankConfig(address_dim=4)).read(bb, bb.tokenizer.encode("Fact: the code is 31.", add_bos=True))

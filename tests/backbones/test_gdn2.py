@@ -18,7 +18,7 @@ from memexp.backbones.gdn2.model import build
 from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.ops.gdn2_rule import gdn2_rule
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.config import BackboneConfig, ConfigError
+from memexp.core.schema import BackboneConfig, ConfigError
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_heads=2, head_dim=8, intermediate_size=48, vocab_size=300)
 ROOT = Path(__file__).resolve().parents[2]
@@ -223,9 +223,9 @@ def test_output_gate_of_the_released_checkpoint_is_swish():
 def test_backbone_options():
     from omegaconf import OmegaConf
 
-    from memexp.backbones import CONF_DIR, load_backbone
+    from memexp.backbones import BACKBONE_OPTIONS, load_backbone
 
-    option = OmegaConf.load(CONF_DIR / "gdn2.yaml")
+    option = OmegaConf.load(BACKBONE_OPTIONS / "gdn2.yaml")
     assert option.pretrained == "LLM-OS-Models2/gdn2-1.3b-paper-matched"
     assert option.tokenizer == "TinyLlama/TinyLlama_v1.1"
     backbone = load_backbone("tiny_gdn2_random")

@@ -19,7 +19,7 @@ from safetensors.torch import save_file
 from memexp.backbones.hybrid.model import build
 from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.config import BackboneConfig, ConfigError
+from memexp.core.schema import BackboneConfig, ConfigError
 
 YARN = {"rope_type": "yarn", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "factor": 4.0,
         "original_max_position_embeddings": 16, "mrope_section": [1, 1, 0], "mrope_interleaved": True}
@@ -132,9 +132,9 @@ def test_backbone_options():
     """backbone=qwen35_9b turns on the official YaRN setup; the tiny option builds."""
     from omegaconf import OmegaConf
 
-    from memexp.backbones import CONF_DIR, load_backbone
+    from memexp.backbones import BACKBONE_OPTIONS, load_backbone
 
-    option = OmegaConf.load(CONF_DIR / "qwen35_9b.yaml")
+    option = OmegaConf.load(BACKBONE_OPTIONS / "qwen35_9b.yaml")
     assert option.pretrained == "Qwen/Qwen3.5-9B" and option.arch == "qwen35"
     rope = OmegaConf.to_container(option.model.rope_parameters)
     assert (rope["rope_type"], rope["factor"], rope["original_max_position_embeddings"]) == ("yarn", 4.0, 262144)

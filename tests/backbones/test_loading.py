@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 from memexp.backbones import load_backbone
 from memexp.backbones.loading import BackboneLoadError, load_tokenizer, resolve_pretrained
 from memexp.backbones.tokenizer import ByteTokenizer, HFTokenizer
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 
 TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_heads": 2, "head_dim": 8, "vocab_size": 258,
         "initializer_range": 0.1}

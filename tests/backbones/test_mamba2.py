@@ -16,7 +16,7 @@ from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.mamba2.model import Mamba2Config, build
 from memexp.backbones.ops.ssd import ssd
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.config import BackboneConfig
+from memexp.core.schema import BackboneConfig
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_heads=4, head_dim=16, state_size=8, n_groups=2,
             vocab_size=300, chunk_size=8)
@@ -147,10 +147,10 @@ def test_backbone_options():
     """backbone=mamba2 / mamba2_8b name the paper's checkpoints; the tiny option builds."""
     from omegaconf import OmegaConf
 
-    from memexp.backbones import CONF_DIR, load_backbone
+    from memexp.backbones import BACKBONE_OPTIONS, load_backbone
 
-    assert OmegaConf.load(CONF_DIR / "mamba2.yaml").pretrained == "state-spaces/mamba2-1.3b"
-    eight = OmegaConf.load(CONF_DIR / "mamba2_8b.yaml")
+    assert OmegaConf.load(BACKBONE_OPTIONS / "mamba2.yaml").pretrained == "state-spaces/mamba2-1.3b"
+    eight = OmegaConf.load(BACKBONE_OPTIONS / "mamba2_8b.yaml")
     assert eight.arch == "mamba2" and eight.pretrained.endswith("mamba2-8b-3t-4k")
     backbone = load_backbone("tiny_mamba2_random")
     assert backbone.config.n_groups == 2 and len(backbone.channels) == 4

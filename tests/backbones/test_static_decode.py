@@ -13,7 +13,7 @@ from test_contract import BY_NAME
 from memexp.backbones import load_backbone
 from memexp.backbones.ops.attention import KVCache, StaticKVCache
 from memexp.backbones.static_decode import StaticDecoder
-from memexp.config import BackboneConfig
+from memexp.core.schema import BackboneConfig
 
 
 @pytest.mark.parametrize("arch", sorted(BY_NAME))

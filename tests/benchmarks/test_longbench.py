@@ -6,13 +6,12 @@ import logging
 import pytest
 
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.benchmarks.base import Question
 from memexp.benchmarks.datasets import BenchmarkDataError
-from memexp.benchmarks.longbench import LongBench, length_bucket, render
-from memexp.benchmarks.longbench_tasks import TASKS
+from memexp.benchmarks.longbench.benchmark import LongBench, length_bucket, render
+from memexp.benchmarks.longbench.config import LONGBENCH_TASKS, LongBenchConfig
+from memexp.benchmarks.longbench.tasks import TASKS
 from memexp.benchmarks.truncation import longbench_ends, middle_truncate
-from memexp.config import LONGBENCH_TASKS, LongBenchConfig
-from memexp.records import Record
+from memexp.core.types import Question, Record
 
 TOK = ByteTokenizer()
 
@@ -171,7 +170,7 @@ def test_malformed_rows_are_reported_with_file_and_row(tmp_path, caplog):
             json.dumps({k: v for k, v in record("triviaqa", 2).items() if k != "answers"}),
             json.dumps(record("triviaqa", 3, context="   ")), json.dumps(record("triviaqa", 4))]
     (tmp_path / "triviaqa.jsonl").write_text("\n".join(rows) + "\n")
-    with caplog.at_level(logging.WARNING, logger="memexp.data"):
+    with caplog.at_level(logging.WARNING, logger="memexp.cli.data"):
         ids = [e.id for e in bench(tmp_path, tasks=["triviaqa"]).examples(TOK)]
     assert ids == ["triviaqa/triviaqa-0", "triviaqa/triviaqa-4"]
     messages = [r.getMessage() for r in caplog.records]
@@ -245,7 +244,7 @@ def test_data_command_downloads_once_into_the_cache(tmp_path, monkeypatch):
     import zipfile
 
     from memexp.benchmarks import datasets as data
-    from memexp.data import download
+    from memexp.cli.data import download
 
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(var, raising=False)
@@ -296,7 +295,7 @@ def test_runs_end_to_end(tmp_path):
 
 
 def test_data_command_offline_says_what_to_do(tmp_path):
-    from memexp.data import download
+    from memexp.cli.data import download
 
     with pytest.raises(BenchmarkDataError, match="HF_HUB_OFFLINE / HF_DATASETS_OFFLINE is set"):
         download(LongBenchConfig(cache_dir=str(tmp_path / "cache")))

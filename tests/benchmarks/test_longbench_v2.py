@@ -5,10 +5,10 @@ import json
 import pytest
 
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.benchmarks.base import Question
-from memexp.benchmarks.longbench_v2 import LongBenchV2, render
-from memexp.config import ConfigError, LongBenchV2Config
-from memexp.records import Record
+from memexp.benchmarks.longbench_v2.benchmark import LongBenchV2, render
+from memexp.benchmarks.longbench_v2.config import LongBenchV2Config
+from memexp.core.schema import ConfigError
+from memexp.core.types import Question, Record
 
 TOK = ByteTokenizer()
 
@@ -105,8 +105,8 @@ def test_truncate_mode_reserves_nothing_and_skips_nothing(tmp_path):
 
 
 def test_skipped_examples_are_listed_in_the_summary_not_scored(tmp_path):
-    import memexp.runner as runner
-    from memexp.app import load_config
+    import memexp.run.runner as runner
+    from memexp.cli.app import load_config
 
     path = write(tmp_path / "data.json", [record(0, context="x" * 1000), record(1), record(2, context="y" * 900)])
     cfg = load_config(["backbone=tiny_gdn_random", "method=plain", "bench=longbench_v2", f"bench.data_path={path}",

@@ -6,9 +6,9 @@ import logging
 import pytest
 
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.benchmarks.base import Question
-from memexp.benchmarks.longhealth import LongHealth, gold_letter, render_context, render_prompt
-from memexp.config import LongHealthConfig
+from memexp.benchmarks.longhealth.benchmark import LongHealth, gold_letter, render_context, render_prompt
+from memexp.benchmarks.longhealth.config import LongHealthConfig
+from memexp.core.types import Question
 
 TOK = ByteTokenizer()
 
@@ -151,7 +151,7 @@ def test_official_protocol_asks_each_question_five_times_on_its_own_context(tmp_
 
 
 def test_protocol_is_validated():
-    from memexp.config import ConfigError
+    from memexp.core.schema import ConfigError
 
     with pytest.raises(ConfigError, match="bench.protocol"):
         LongHealthConfig(protocol="sampled")
@@ -163,7 +163,7 @@ def test_malformed_patients_and_questions_are_reported(tmp_path, caplog):
     del bad_question["answer_d"]
     good["questions"].append(bad_question)
     path = write(tmp_path / "benchmark_v5.json", {"p1": good, "p2": {"texts": {}, "questions": []}})
-    with caplog.at_level(logging.WARNING, logger="memexp.data"):
+    with caplog.at_level(logging.WARNING, logger="memexp.cli.data"):
         examples = list(bench(path).examples(TOK))
     assert [(e.id, len(e.questions)) for e in examples] == [("task1/p1", 2)]
     messages = [r.getMessage() for r in caplog.records]
@@ -177,7 +177,7 @@ def test_unknown_answer_location_is_reported(tmp_path, caplog, task):
     p["questions"][0]["answer_location"] = {"text_99": {"start": [0], "end": [1]}}
     p["questions"].append(question(1))
     path = write(tmp_path / "benchmark_v5.json", {"p1": p, "p2": patient("p2")})
-    with caplog.at_level(logging.WARNING, logger="memexp.data"):
+    with caplog.at_level(logging.WARNING, logger="memexp.cli.data"):
         examples = list(bench(path, tasks=[task]).examples(TOK))
     p1 = [(e.id, [q.id for q in e.questions]) for e in examples if "/p1" in e.id]
     assert p1 == ([("task1/p1", ["1"])] if task == "task1" else [("task2/p1/1", ["0"])])

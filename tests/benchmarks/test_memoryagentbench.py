@@ -7,13 +7,12 @@ import pytest
 
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.benchmarks import memoryagentbench as mab
-from memexp.benchmarks.base import Question
 from memexp.benchmarks.datasets import BenchmarkDataError
-from memexp.benchmarks.memoryagentbench import CHUNKS_FIELD, MemoryAgentBench, memory_text, qa_pairs
-from memexp.benchmarks.memoryagentbench_chunks import approximate_chunks, pack_sentences
-from memexp.benchmarks.memoryagentbench_tasks import TASKS
-from memexp.config import MEMORYAGENTBENCH_TASKS, MemoryAgentBenchConfig
-from memexp.records import Record
+from memexp.benchmarks.memoryagentbench.benchmark import CHUNKS_FIELD, MemoryAgentBench, memory_text, qa_pairs
+from memexp.benchmarks.memoryagentbench.chunks import approximate_chunks, pack_sentences
+from memexp.benchmarks.memoryagentbench.config import MEMORYAGENTBENCH_TASKS, MemoryAgentBenchConfig
+from memexp.benchmarks.memoryagentbench.tasks import TASKS
+from memexp.core.types import Question, Record
 
 TOK = ByteTokenizer()
 LONG = " ".join(f"Fact {i} is that item {i} has value {i * 7}." for i in range(80))  # > 2000 characters
@@ -143,7 +142,7 @@ def test_malformed_and_short_contexts_are_reported(tmp_path, caplog):
         {"context": LONG, "metadata": {"source": "ruler_qa1_197K"}},
         row("ruler_qa1_197K", chunks=["ok."]),
     ])
-    with caplog.at_level(logging.WARNING, logger="memexp.data"):
+    with caplog.at_level(logging.WARNING, logger="memexp.cli.data"):
         examples = list(bench(tmp_path, tasks=["ruler_qa1_197K"]).examples(TOK))
     assert [e.id for e in examples] == ["ruler_qa1_197K/2"]
     messages = [r.getMessage() for r in caplog.records]
@@ -196,8 +195,8 @@ def test_runs_end_to_end(tmp_path):
 
 def test_a_context_with_k_questions_is_read_once(tmp_path, monkeypatch):
     import memexp.backbones
-    from memexp.app import load_config
-    from memexp.runner import run
+    from memexp.cli.app import load_config
+    from memexp.run.runner import run
 
     k = 6
     data_file = write(tmp_path / "data.jsonl", [row("eventqa_65536", questions=[f"Q{j}?" for j in range(k)],
@@ -225,7 +224,7 @@ def test_a_context_with_k_questions_is_read_once(tmp_path, monkeypatch):
 
 def test_data_command_stores_the_official_chunks(tmp_path, monkeypatch):
     from memexp.benchmarks import datasets as data
-    from memexp.data import download
+    from memexp.cli.data import download
 
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(var, raising=False)

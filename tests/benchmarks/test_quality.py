@@ -6,10 +6,9 @@ import logging
 import pytest
 
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.benchmarks.base import Question
-from memexp.benchmarks.quality import Quality, file_name, quality_choice
-from memexp.config import QualityConfig
-from memexp.records import Record
+from memexp.benchmarks.quality.benchmark import Quality, file_name, quality_choice
+from memexp.benchmarks.quality.config import QualityConfig
+from memexp.core.types import Question, Record
 
 TOK = ByteTokenizer()
 
@@ -93,7 +92,7 @@ def test_malformed_questions_and_rows_are_reported(tmp_path, caplog):
     path = write(tmp_path, [question_set("A1", "w1", [question("Q1?", 1), bad]),
                             {"article_id": "A2", "questions": []},
                             question_set("A3", "w1", [question("Q1?", 1)], article="")])
-    with caplog.at_level(logging.WARNING, logger="memexp.data"):
+    with caplog.at_level(logging.WARNING, logger="memexp.cli.data"):
         examples = list(Quality(QualityConfig(data_path=str(path))).examples(TOK))
     assert [(e.id, len(e.questions)) for e in examples] == [("A1", 1)]
     messages = [r.getMessage() for r in caplog.records]

@@ -11,12 +11,12 @@ c60b4efa, sft_kvwrite_quality_mc.py, QualityMCSFTDataset._build), not from memex
 
 import json
 
-import memexp.runner as runner
-from memexp.app import load_config
-from memexp.benchmarks.base import Question
-from memexp.benchmarks.quality import Quality, file_name
-from memexp.config import QualityConfig
-from memexp.methods.plain import Plain
+import memexp.run.runner as runner
+from memexp.benchmarks.quality.benchmark import Quality, file_name
+from memexp.benchmarks.quality.config import QualityConfig
+from memexp.cli.app import load_config
+from memexp.core.types import Question
+from memexp.methods.plain.method import Plain
 
 ARTICLE = "THE LAST SHIP\n\nThe ship left at dawn.  It was cold.\n"
 QUESTION = {"question": "Why did the ship leave at dawn? ", "options": [" Because of the tide", "To escape the war ",
@@ -105,7 +105,7 @@ def test_zeroscrolls_stays_the_default_with_its_budget(tmp_path):
 def test_an_unknown_prompt_is_one_line():
     import pytest
 
-    from memexp.config import ConfigError
+    from memexp.core.schema import ConfigError
 
     with pytest.raises(ConfigError, match=r"^bench.prompt='titan': allowed values are zeroscrolls, titan_sft$"):
         QualityConfig(prompt="titan")

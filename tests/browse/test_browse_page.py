@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from memexp.__main__ import main as memexp_main
-from memexp.app import load_config
-from memexp.runner import run
+from memexp.cli.app import load_config
+from memexp.cli.main import main as memexp_main
+from memexp.run.runner import run
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

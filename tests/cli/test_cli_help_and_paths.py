@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memexp.__main__ import COMMANDS, main
-from memexp.app import load_config
-from memexp.paths import rebase_cache
-from memexp.records import run_folder
+from memexp.cli.app import load_config
+from memexp.cli.main import COMMANDS, main
+from memexp.core.paths import rebase_cache
+from memexp.run.records import run_folder
 
 FIELDS = {"run": "max_examples", "train": "stages.0.steps", "cost": "question_tokens=N", "latency": "repeats=N",
           "data": "bench:", "ls": "memexp ls", "report": "--markdown", "dashboard": "--entity",

@@ -9,9 +9,9 @@ import textwrap
 import pytest
 import yaml
 
-import memexp.runner
-from memexp.__main__ import main
-from memexp.app import preflight
+import memexp.run.runner
+from memexp.cli.app import preflight
+from memexp.cli.main import main
 
 
 def cli(argv, monkeypatch=None, env=None):
@@ -129,7 +129,7 @@ def test_bad_values_end_in_one_line_before_any_model_loads(argv, message, user_c
     def no_run(*a, **k):
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(memexp.runner, "run", no_run)
+    monkeypatch.setattr(memexp.run.runner, "run", no_run)
     argv = [a for x in argv for a in (["--config-dir", str(user_conf)] if x == "USERCONF" else [x])]
     rc, out, err = cli(["run", *argv])
     assert rc == 2 and out == ""

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from memexp.cluster.status import status_lines
-from memexp.run_lock import RunLock
+from memexp.run.lock import RunLock
 
 
 def job(sweep: Path, num: int, overrides: list[str], run: Path, recorded: int, expected: int | None = None,

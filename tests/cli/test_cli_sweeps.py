@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import memexp
-from memexp.jobs import job_threads, metric_value, parallel_jobs
+from memexp.run.jobs import job_threads, metric_value, parallel_jobs
 
 # the memexp under test, whatever the folder a command starts in
 SOURCE = str(Path(memexp.__file__).resolve().parents[1])
@@ -77,7 +77,7 @@ BASIC = {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
 def test_threads_are_the_cores_shared_among_parallel_jobs(monkeypatch):
-    monkeypatch.setattr("memexp.jobs.cores", lambda: 16)
+    monkeypatch.setattr("memexp.run.jobs.cores", lambda: 16)
     monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
     monkeypatch.setenv("MEMEXP_SWEEP_JOBS", "8")
     assert job_threads(None, JOBLIB) == 4  # 4 at once: 16 / 4
@@ -99,7 +99,7 @@ def test_metric_is_a_summary_key_or_path():
     assert metric_value(summary, "aggregate/f1") == 0.5
     assert metric_value(summary, "scores/t/4096") == 25.0
     assert metric_value({"overall": None}, "overall") != metric_value({"overall": None}, "overall")  # NaN
-    from memexp.config import ConfigError
+    from memexp.core.schema import ConfigError
 
     with pytest.raises(ConfigError, match="metric='by_length/2048': not in the run's summary"):
         metric_value(summary, "by_length/2048")

@@ -10,8 +10,8 @@ import os
 import pytest
 import yaml
 
-from memexp.__main__ import main
-from memexp.app import group_options
+from memexp.cli.app import group_options
+from memexp.cli.main import main
 
 PRESETS = group_options("experiment")
 

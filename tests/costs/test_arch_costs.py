@@ -1,7 +1,7 @@
 """Each architecture's costs module against independent counts.
 
 The reference formulas below are the hand formulas memexp used before projection FLOPs were
-counted from the models' Linear layers (memexp/costs.py and gdn2/model.py at commit d6708ed),
+counted from the models' Linear layers (memexp/costs/report.py and gdn2/model.py at commit d6708ed),
 written over each architecture's config object: one 2 d_in d_out term per projection and MLP
 matrix, by reading the layer definitions. The counted figures must equal them on every
 architecture, at the paper's shapes and at odd ones.
@@ -25,9 +25,11 @@ from memexp.backbones.hybrid import costs as hybrid_costs
 from memexp.backbones.hybrid.model import HybridConfig, Qwen35ForCausalLM
 from memexp.backbones.mamba2 import costs as mamba2_costs
 from memexp.backbones.mamba2.model import Mamba2Config, Mamba2ForCausalLM
-from memexp.checkpoint_shapes import element_bytes, loaded_shapes, projection_flops, shapes_for
-from memexp.config import ConfigError, LoggerConfig, PlainConfig, RulerConfig, RunConfig
-from memexp.registry import ARCHS, load_object
+from memexp.backbones.shapes import element_bytes, loaded_shapes, projection_flops, shapes_for
+from memexp.benchmarks.ruler.config import RulerConfig
+from memexp.core.registry import ARCHS, load_object
+from memexp.core.schema import ConfigError, LoggerConfig, RunConfig
+from memexp.methods.plain.config import PlainConfig
 
 DATA = Path(__file__).parent / "data"
 
@@ -210,7 +212,7 @@ def test_kv_bytes_per_token_are_what_the_cache_holds(tiny_backbones, name):
 def test_an_architecture_without_a_cost_model_is_named(monkeypatch):
     """An architecture registered without `costs` (as an outside package may) gets a one-line
     error naming it from `memexp cost`, and every record of a run stores that error."""
-    from memexp.runner import record_costs_fn
+    from memexp.run.runner import record_costs_fn
 
     monkeypatch.delitem(ARCHS.get("gdn").meta, "costs")
     message = "backbone.arch='gdn': no cost model registered (ARCHS.register(..., costs='package.module:function'))"

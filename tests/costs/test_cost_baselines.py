@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 import memexp
-import memexp.runner as runner
-from memexp.__main__ import main
-from memexp.app import load_config
-from memexp.benchmarks.base import Benchmark, Example, Question
+import memexp.run.runner as runner
+from memexp.benchmarks.base import Benchmark
+from memexp.cli.app import load_config
+from memexp.cli.main import main
+from memexp.core.types import Example, Question
 
 DATA = Path(__file__).parent / "data"
 ASSETS = Path(memexp.__file__).parent / "assets"

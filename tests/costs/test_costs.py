@@ -1,4 +1,4 @@
-"""Analytical FLOPs and storage (memexp.costs) against the NoteBank paper and real modules."""
+"""Analytical FLOPs and storage (memexp.costs.report) against the NoteBank paper and real modules."""
 
 import json
 
@@ -6,18 +6,10 @@ import pytest
 import torch
 
 from memexp.backbones.gdn.costs import state_bytes as gdn_state_bytes
-from memexp.checkpoint_shapes import shapes_for
-from memexp.config import (
-    BackboneConfig,
-    ConfigError,
-    JRTConfig,
-    LoggerConfig,
-    NoteBankConfig,
-    PlainConfig,
-    RulerConfig,
-    RunConfig,
-)
-from memexp.costs import (
+from memexp.backbones.shapes import shapes_for
+from memexp.benchmarks.ruler.config import RulerConfig
+from memexp.core.schema import BackboneConfig, ConfigError, LoggerConfig, RunConfig
+from memexp.costs.report import (
     GIB,
     MIB,
     PAPER_OUTPUT_TOKENS,
@@ -31,6 +23,9 @@ from memexp.costs import (
     plain_flops,
     record_costs,
 )
+from memexp.methods.jrt.config import JRTConfig
+from memexp.methods.notebank.config import NoteBankConfig
+from memexp.methods.plain.config import PlainConfig
 
 PAPER_GDN = {"hidden_size": 2048, "num_hidden_layers": 24, "num_heads": 8, "head_dim": 256, "expand_v": 1,
              "intermediate_size": 5632, "vocab_size": 32000, "conv_size": 4}
@@ -51,7 +46,7 @@ def run_config(backbone: BackboneConfig, method=None) -> RunConfig:
 def gdn_cfg() -> RunConfig:
     """`backbone=gdn method=notebank` as the command line composes it; offline, so the
     shapes come from the built-in table for the paper checkpoint."""
-    from memexp.app import load_config
+    from memexp.cli.app import load_config
 
     return load_config(["backbone=gdn", "method=notebank"])
 
@@ -71,7 +66,7 @@ def test_paper_gdn_flops_per_token():
 
 def test_cost_reproduces_the_paper_at_1m_context(gdn_cfg):
     """`cost backbone=gdn method=notebank length=1048576` with the paper's question and
-    answer lengths and replay (|Q| = 42, |Y| = 128, |R| = 107: see memexp.costs for how they
+    answer lengths and replay (|Q| = 42, |Y| = 128, |R| = 107: see memexp.costs.report for how they
     follow from the paper's own figures) and its helper size M_helper = 0.402 MiB; notes are
     bounded by W ceil(T/C) = 2 x 2048 = 4096 full-length notes (U = 4096 x 64).
 
@@ -100,7 +95,7 @@ def test_cost_reproduces_the_paper_at_1m_context(gdn_cfg):
 
 def test_recorded_means_reproduce_eqs_18_to_21(gdn_cfg):
     """With the paper's recorded means at the 1M target (Eq. 18: P = 1,048,019, N_T = 4092.3,
-    U = 232,514; |Q| = 41.8, |R| = 107.2 as derived in memexp.costs) the equations give the
+    U = 232,514; |Q| = 41.8, |R| = 107.2 as derived in memexp.costs.report) the equations give the
     paper's figures to its printed precision: Plain 2891.4 TFLOPs, added 0.722 TFLOPs, routing
     1.09 GFLOPs (App. D.1), archive 24.959 MiB (2 x 4092.3 x 192 x 16 + 4 x 232,514 +
     24 x 4092.3 = 26,170,362 B), host 0.98 MiB (Table 7), total 48 + 1.125 + 24.959 + 0.402
@@ -309,9 +304,9 @@ def test_cost_command_takes_the_measured_replay_length():
 def test_clean_start_adds_no_flops_and_jrt_is_not_modelled():
     """Clean start reads as Plain does (a rescale costs no FLOPs); JRT's second reading is not
     modelled, so it reports None rather than a number."""
-    from memexp.app import load_config
-    from memexp.checkpoint_shapes import shapes_for
-    from memexp.costs import record_costs
+    from memexp.backbones.shapes import shapes_for
+    from memexp.cli.app import load_config
+    from memexp.costs.report import record_costs
 
     tokens = {"context": 1000, "question": 10, "generated": 5}
     got = {}

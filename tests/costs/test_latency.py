@@ -5,10 +5,11 @@ import json
 import pytest
 
 from memexp.backbones import load_backbone
-from memexp.config import NoteBankConfig, PlainConfig
-from memexp.latency import LatencyInput, PeakMemory, main, measure_latency, ratio_rows, synthetic_inputs
+from memexp.costs.latency import LatencyInput, PeakMemory, main, measure_latency, ratio_rows, synthetic_inputs
 from memexp.methods import build_method
 from memexp.methods.base import Method
+from memexp.methods.notebank.config import NoteBankConfig
+from memexp.methods.plain.config import PlainConfig
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Titan-Llama's analytical costs (memexp.costs.titan_costs) against counts made independently: the
+"""Titan-Llama's analytical costs (memexp.costs.report.titan_costs) against counts made independently: the
 matmul FLOPs torch's FlopCounterMode sees in one memory call, the bytes a real state holds after
 a forward, and (query, key) pairs counted one query at a time."""
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from memexp.app import load_config
 from memexp.backbones import load_backbone
-from memexp.costs import cost_report, format_cost_table, key_pairs, segment_pairs, titan_costs
+from memexp.cli.app import load_config
+from memexp.costs.report import cost_report, format_cost_table, key_pairs, segment_pairs, titan_costs
 from memexp.methods.titan.config import TitanConfig
 from memexp.methods.titan.retrofit import retrofit
 

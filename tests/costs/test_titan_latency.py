@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-import memexp.latency as latency
+import memexp.costs.latency as latency
 from memexp.methods.titan.layer import TitanLayer
 
 

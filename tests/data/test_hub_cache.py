@@ -13,25 +13,23 @@ import pytest
 from fake_hub import add_dataset, card, jsonl
 
 from memexp.backbones.tokenizer import ByteTokenizer
-from memexp.benchmarks import memoryagentbench as mab
 from memexp.benchmarks.datasets import BenchmarkDataError
 from memexp.benchmarks.hub import files_of_split
-from memexp.benchmarks.longbench import LongBench
-from memexp.benchmarks.longbench_v2 import LongBenchV2
-from memexp.benchmarks.longhealth import LongHealth
-from memexp.benchmarks.memoryagentbench import MemoryAgentBench
-from memexp.benchmarks.quality import Quality
+from memexp.benchmarks.longbench.benchmark import LongBench
+from memexp.benchmarks.longbench.config import LongBenchConfig
+from memexp.benchmarks.longbench_v2.benchmark import LongBenchV2
+from memexp.benchmarks.longbench_v2.config import LongBenchV2Config
+from memexp.benchmarks.longhealth.benchmark import LongHealth
+from memexp.benchmarks.longhealth.config import LongHealthConfig
+from memexp.benchmarks.memoryagentbench import benchmark as mab
+from memexp.benchmarks.memoryagentbench.benchmark import MemoryAgentBench
+from memexp.benchmarks.memoryagentbench.config import MemoryAgentBenchConfig
+from memexp.benchmarks.quality.benchmark import Quality
+from memexp.benchmarks.quality.config import QualityConfig
 from memexp.benchmarks.ruler import sources
 from memexp.benchmarks.ruler.benchmark import Ruler
 from memexp.benchmarks.ruler.benchmark import download as ruler_download
-from memexp.config import (
-    LongBenchConfig,
-    LongBenchV2Config,
-    LongHealthConfig,
-    MemoryAgentBenchConfig,
-    QualityConfig,
-    RulerConfig,
-)
+from memexp.benchmarks.ruler.config import RulerConfig
 
 TOK = ByteTokenizer()
 ESSAYS = [{"text": "Most good ideas look bad at first."}, {"text": "That is why they are still available."}]

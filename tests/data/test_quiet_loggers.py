@@ -26,9 +26,9 @@ def test_importing_the_router_quiets_bm25s_but_not_its_warnings_or_memexp(caplog
         corpus = bm25s.tokenize(["a cat sat", "a dog ran"], stopwords="en", show_progress=False)
         bm25s.BM25().index(corpus, show_progress=False)
         logging.getLogger("bm25s").warning("a real problem")
-        logging.getLogger("memexp.data").warning("memexp's own message")
+        logging.getLogger("memexp.cli.data").warning("memexp's own message")
     assert [(r.name, r.getMessage()) for r in caplog.records] == [
-        ("bm25s", "a real problem"), ("memexp.data", "memexp's own message")]
+        ("bm25s", "a real problem"), ("memexp.cli.data", "memexp's own message")]
 
 
 def test_a_bm25_notebank_run_prints_no_bm25s_lines(tmp_path):

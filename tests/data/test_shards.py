@@ -10,11 +10,11 @@ import shutil
 import pytest
 import yaml
 
-from memexp.app import load_config
-from memexp.config import ConfigError
-from memexp.registry import BENCHES
-from memexp.runner import run
-from memexp.shards import ShardMergeError, merge_shards
+from memexp.cli.app import load_config
+from memexp.core.registry import BENCHES
+from memexp.core.schema import ConfigError
+from memexp.run.runner import run
+from memexp.run.shards import ShardMergeError, merge_shards
 
 TINY = ["backbone=tiny_gdn_random", "method=plain", "logger=none", "progress=false", "bench=ruler",
         "bench.tasks=[niah_single_1]", "bench.lengths=[700]", "bench.num_samples=5", "bench.max_new_tokens=4"]

@@ -1,5 +1,5 @@
-"""Every conf/experiment preset composes and validates through memexp.app (no model loads), at every
-point of its own sweep, and holds the paper's protocol; every sibling <preset>[.<backbone>].paper.yaml
+"""Every conf/experiment preset composes and validates through memexp.cli.app (no model loads), at every
+point of its own sweep, and holds the paper's protocol; every <preset>[.<backbone>].yaml in memexp/report/paper_numbers/
 holds the paper's numbers in the format `memexp report` reads.
 
 PAPER below is written from the NoteBank paper (App. C.2, C.3, C.5, D.2; Tables 1-3, 5-8; Figs. 1, 3,
@@ -16,9 +16,11 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from memexp.app import CONF_DIR, group_options, load_config, sweep_jobs
-from memexp.config import without_file_checks
-from memexp.registry import BENCHES, METHODS
+from memexp.cli.app import group_options, load_config, sweep_jobs
+from memexp.core.paths import CONF_DIR
+from memexp.core.registry import BENCHES, METHODS
+from memexp.core.schema import without_file_checks
+from memexp.report.paper import PAPER_NUMBERS
 
 EXPERIMENTS = CONF_DIR / "experiment"
 NIAH6 = ["niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multiquery", "niah_multivalue"]
@@ -218,7 +220,7 @@ def test_the_r1_rows_of_table_6_are_one_override_away(tmp_path):
 
 
 def paper_files() -> list[Path]:
-    return sorted(EXPERIMENTS.glob("*.paper.yaml"))
+    return sorted(PAPER_NUMBERS.glob("*.yaml"))
 
 
 def test_every_paper_preset_has_the_papers_numbers_beside_it():
@@ -231,10 +233,10 @@ def test_paper_numbers_file_parses_and_names_its_source(path):
     data = yaml.safe_load(path.read_text())
     assert list(data) == ["source", "bench", "backbone", "rows"]  # the order memexp report reads
     assert re.fullmatch(r"(Table|Fig\.) \d+[a-z]?", data["source"])
-    preset, *middle, _, _ = path.name.split(".")
+    preset, *middle, _ = path.name.split(".")
     assert data["bench"] in set(BENCHES.names()) | {"latency"}
     assert data["backbone"] in group_options("backbone")
-    if middle:  # <preset>.<backbone>.paper.yaml for a preset that sweeps backbones
+    if middle:  # <preset>.<backbone>.yaml for a preset that sweeps backbones
         assert middle == [data["backbone"]]
     assert data["source"] in (EXPERIMENTS / f"{preset}.yaml").read_text()  # the preset's header names it
     assert data["rows"]

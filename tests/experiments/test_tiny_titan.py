@@ -9,7 +9,7 @@ from pathlib import Path
 from preset_run import records, run_preset
 from safetensors.torch import load_file
 
-from memexp.config import ASSETS_DIR, portable_assets
+from memexp.core.schema import ASSETS_DIR, portable_assets
 from memexp.training.cli import load_recipe
 
 PRESET = "tiny_titan"

@@ -14,10 +14,10 @@ import time
 import pytest
 from memexp_cli import ENV, TINY, command, error_lines, memexp
 
-from memexp.app import load_config
 from memexp.benchmarks import datasets, skipped_rows
-from memexp.config import ASSETS_DIR
-from memexp.records import format_table, run_folder, summarize
+from memexp.cli.app import load_config
+from memexp.core.schema import ASSETS_DIR
+from memexp.run.records import format_table, run_folder, summarize
 
 # (case id, arguments after `python -m memexp`, exit code, text the one line must hold)
 BAD = [

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from memexp import file_digest
-from memexp.app import load_config
-from memexp.config import ASSETS_DIR
-from memexp.run_identity import run_key
+from memexp.cli.app import load_config
+from memexp.core import file_digest
+from memexp.core.schema import ASSETS_DIR
+from memexp.run.identity import run_key
 
 TENSORS = 100
 TENSOR_BYTES = 800 * 2**10  # 100 tensors of 800 KiB: an 80 MiB checkpoint, above any sampling threshold

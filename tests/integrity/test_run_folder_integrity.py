@@ -7,8 +7,8 @@ import time
 
 from memexp_cli import ENV, TINY, command, error_lines, memexp
 
-from memexp.config import ASSETS_DIR
-from memexp.run_lock import RunLock
+from memexp.core.schema import ASSETS_DIR
+from memexp.run.lock import RunLock
 
 
 def folders(out):
@@ -112,7 +112,7 @@ def test_a_corrupt_middle_line_stops_the_run_and_repair_keeps_every_good_record(
 def test_report_shows_a_run_killed_before_its_first_summary_as_incomplete(tmp_path, capsys):
     """SIGKILL before the first summary.json: the report lists the recorded questions, marked
     incomplete, instead of leaving the run out."""
-    from memexp.__main__ import main
+    from memexp.cli.main import main
 
     folder = tmp_path / "runs" / "ruler" / "tiny_gdn_random" / "plain" / "abc"
     folder.mkdir(parents=True)

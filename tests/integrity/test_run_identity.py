@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from memexp.app import load_config
-from memexp.config import ASSETS_DIR
-from memexp.registry import BENCHES
-from memexp.run_identity import hub_fingerprint, run_key
+from memexp.cli.app import load_config
+from memexp.core.registry import BENCHES
+from memexp.core.schema import ASSETS_DIR
+from memexp.run.identity import hub_fingerprint, run_key
 
 TINY = ASSETS_DIR / "tiny_gdn"
 
@@ -94,7 +94,7 @@ def test_the_same_command_in_two_clones_at_different_paths_names_the_same_folder
 
     from memexp_cli import ENV, ROOT
 
-    code = ("from memexp.app import load_config; from memexp.records import run_folder; "
+    code = ("from memexp.cli.app import load_config; from memexp.run.records import run_folder; "
             "print(run_folder(load_config(['backbone=tiny_gdn', 'method=notebank', 'bench=ruler', "
             "'output_dir=runs'])))")
     folders = []

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memexp.config import ASSETS_DIR, ConfigError
+from memexp.core.schema import ASSETS_DIR, ConfigError
 from memexp.training.cli import load_recipe
 
 

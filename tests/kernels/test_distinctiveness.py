@@ -6,7 +6,7 @@ import types
 import pytest
 import torch
 
-from memexp import dispatch
+from memexp.kernels import dispatch
 from memexp.kernels.distinctiveness import chunk_distinctiveness
 from memexp.kernels.distinctiveness.reference import chunk_distinctiveness_reference
 

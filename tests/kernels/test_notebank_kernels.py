@@ -1,16 +1,16 @@
 """NoteBank on the tiny backbone writes and routes the same with memexp's kernels as with the
-PyTorch references (the kernels reached through `memexp.dispatch`, as in a run)."""
+PyTorch references (the kernels reached through `memexp.kernels.dispatch`, as in a run)."""
 
 from dataclasses import replace
 
 import pytest
 import torch
 
-from memexp import dispatch
 from memexp.backbones import backbone_config, load_backbone
-from memexp.benchmarks.base import Question
-from memexp.config import NoteBankConfig
+from memexp.core.types import Question
+from memexp.kernels import dispatch
 from memexp.methods import build_method
+from memexp.methods.notebank.config import NoteBankConfig
 
 
 def test_notebank_same_notes_and_answer_with_kernels(device, monkeypatch):

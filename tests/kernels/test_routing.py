@@ -6,7 +6,7 @@ import types
 import pytest
 import torch
 
-from memexp import dispatch
+from memexp.kernels import dispatch
 from memexp.kernels.routing import route_votes
 from memexp.kernels.routing.reference import route_votes_reference
 

@@ -4,8 +4,7 @@ ties across tile boundaries, the vote histogram, and the dispatch of CPU tensors
 import pytest
 import torch
 
-from memexp import dispatch
-from memexp.kernels import routing
+from memexp.kernels import dispatch, routing
 from memexp.kernels.routing.cpu import _tile_shape, route_votes_cpu
 from memexp.kernels.routing.reference import route_votes_reference
 

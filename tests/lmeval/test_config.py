@@ -2,7 +2,7 @@
 
 import pytest
 
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 from memexp.lmeval.config import LmEvalArgs, load, parse_model_args
 
 

@@ -59,7 +59,7 @@ def memexp_reference(tmp: Path):
     from memexp.benchmarks.ruler.config import RulerConfig
     from memexp.lmeval.config import load
     from memexp.methods import build_method
-    from memexp.runner import run_example
+    from memexp.run.runner import run_example
 
     cfg, _ = load({"backbone": "tiny_gdn", "method": "notebank"})
     backbone = load_backbone(cfg.backbone)
@@ -88,8 +88,8 @@ def write_task(tmp: Path, examples) -> Path:
 def harness(tmp_path_factory):
     import nltk
 
+    from memexp.core.registry import METHODS
     from memexp.lmeval.cli import main
-    from memexp.registry import METHODS
 
     tmp = tmp_path_factory.mktemp("lmeval")
     examples, reference = memexp_reference(tmp)

@@ -3,7 +3,7 @@ checked against cuts written out by hand."""
 
 import pytest
 
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 from memexp.lmeval.split import check_split, split_prompt
 
 RULER_INPUT = "Some magic numbers are hidden.\nline one\nline two\nWhat is the number for k?"

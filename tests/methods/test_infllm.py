@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from memexp.backbones import load_backbone
-from memexp.benchmarks.base import Question
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
+from memexp.core.types import Question
 from memexp.methods.infllm.config import InfLLMConfig
 from memexp.methods.infllm.method import InfLLM
-from memexp.methods.plain import Plain
+from memexp.methods.plain.method import Plain
 
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "intermediate_size": 128, "vocab_size": 258}
@@ -86,7 +86,7 @@ def test_invalid_sizes_are_one_line_errors(fields, message):
 
 
 def test_cli_composes_with_the_official_defaults_and_refuses_a_recurrent_backbone(tmp_path):
-    from memexp.app import load_config
+    from memexp.cli.app import load_config
 
     cfg = load_config(["backbone=llama32_1b", "method=infllm", f"backbone.pretrained={tmp_path}"])
     assert cfg.method == InfLLMConfig()

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from memexp.backbones import load_backbone
-from memexp.benchmarks.base import Question
+from memexp.core.types import Question
 from memexp.methods.infllm.config import InfLLMConfig
 from memexp.methods.infllm.method import InfLLM
 

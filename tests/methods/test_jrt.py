@@ -3,9 +3,9 @@
 import torch
 from notebank_toy_backbone import ToyBackbone
 
-from memexp.benchmarks.base import Question
-from memexp.config import JRTConfig
-from memexp.methods.jrt import JRT
+from memexp.core.types import Question
+from memexp.methods.jrt.config import JRTConfig
+from memexp.methods.jrt.method import JRT
 
 
 def test_jrt_reads_context_question_separator_context_question():

@@ -5,10 +5,11 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.config import NoteBankConfig, _build
-from memexp.registry import METHODS
+from memexp.core.registry import METHODS
+from memexp.core.schema import _build
+from memexp.methods.notebank.config import NoteBankConfig
 
-CONF = Path(__file__).resolve().parents[2] / "memexp" / "conf"
+CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 @pytest.mark.parametrize("name", ["plain", "jrt", "notebank", "clean_start"])
@@ -38,7 +39,7 @@ def test_mamba2_overrides_chunk_size_and_resets_the_state(backbone):
 def test_hydra_composes_the_backbone_override_into_the_method_group():
     from hydra import compose, initialize_config_dir
 
-    from memexp.config import store_schemas
+    from memexp.core.schema import store_schemas
 
     store_schemas()  # the YAMLs name their schemas in Hydra's ConfigStore
     with initialize_config_dir(config_dir=str(CONF), version_base=None):

@@ -4,16 +4,19 @@ import json
 
 import pytest
 
-from memexp.benchmarks.base import Question
-from memexp.config import JRTConfig, NoteBankConfig, PlainConfig
+from memexp.core.types import Question
 from memexp.methods import build_method
+from memexp.methods.jrt.config import JRTConfig
+from memexp.methods.notebank.config import NoteBankConfig
+from memexp.methods.plain.config import PlainConfig
 
 
 @pytest.fixture(scope="module")
 def backbone():
     try:
-        from memexp.backbones import BackboneLoadError, load_backbone
-        from memexp.config import ConfigError
+        from memexp.backbones import load_backbone
+        from memexp.backbones.loading import BackboneLoadError
+        from memexp.core.schema import ConfigError
 
         missing = (ImportError, BackboneLoadError, ConfigError)
     except ImportError as e:

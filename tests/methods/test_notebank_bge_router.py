@@ -11,8 +11,9 @@ from notebank_toy_backbone import FILLER, RARE, WordTokenizer
 from test_notebank_router import lexical_archive, question
 
 from memexp.backbones.loading import BackboneLoadError
-from memexp.config import ConfigError, NoteBankConfig
+from memexp.core.schema import ConfigError
 from memexp.methods.notebank.bge_router import BGERouter
+from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.notebank.method import NoteBank
 from memexp.methods.notebank.router import RouteRequest, build_router
 
@@ -83,7 +84,7 @@ def test_the_bank_is_encoded_once_per_archive_and_its_time_recorded(encoder_dir)
 def test_notebank_routes_with_bge_and_records_the_encoding_time(encoder_dir):
     from notebank_toy_backbone import ToyBackbone
 
-    from memexp.benchmarks.base import Question
+    from memexp.core.types import Question
 
     bb = ToyBackbone(seed=0)
     text = " ".join(["the grass is green and the sky is blue ."] * 30 + ["the code of zebra is seven ."]

@@ -13,9 +13,10 @@ import pytest
 import torch
 from notebank_toy_backbone import FILLER, ToyBackbone
 
-from memexp.app import load_config
-from memexp.benchmarks.base import Question
-from memexp.config import ConfigError, NoteBankConfig
+from memexp.cli.app import load_config
+from memexp.core.schema import ConfigError
+from memexp.core.types import Question
+from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.notebank.method import NoteBank
 
 ZEBRA = "the code of zebra is seven."
@@ -93,7 +94,7 @@ def test_invalid_layers_stop_at_validation(value, message):
 
 def test_layers_are_checked_against_the_backbone_config_before_it_loads(monkeypatch):
     import memexp.backbones as backbones
-    from memexp.run_checks import check_model_config
+    from memexp.run.checks import check_model_config
 
     monkeypatch.setattr(backbones, "load_backbone", lambda *a, **k: pytest.fail("the backbone was loaded"))
     cfg = load_config(["backbone=tiny_gdn_words", "method=notebank", "method.layers=[1,4]"])
@@ -105,8 +106,8 @@ def test_layers_are_checked_against_the_backbone_config_before_it_loads(monkeypa
 def test_costs_count_the_named_layers_channels_only():
     """Address storage, 2 N J d_rho bytes (Eq. 19), with J counted on the loaded model's channels."""
     from memexp.backbones import load_backbone
-    from memexp.checkpoint_shapes import shapes_for
-    from memexp.costs import notebank_storage
+    from memexp.backbones.shapes import shapes_for
+    from memexp.costs.report import notebank_storage
 
     cfg = load_config(["backbone=tiny_gdn_words", "method=notebank", "method.layers=[1,3]", "method.address_dim=16"])
     loaded = load_backbone(cfg.backbone)

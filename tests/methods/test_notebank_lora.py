@@ -10,9 +10,11 @@ import torch
 from memexp.adapters import AdapterError, LoRAConfig, attach_lora, file_hash, save_adapters
 from memexp.backbones import load_backbone
 from memexp.backbones.base import Stopwatch
-from memexp.benchmarks.base import Question
-from memexp.config import ConfigError, NoteBankConfig, PlainConfig
+from memexp.core.schema import ConfigError
+from memexp.core.types import Question
 from memexp.methods import build_method
+from memexp.methods.notebank.config import NoteBankConfig
+from memexp.methods.plain.config import PlainConfig
 from memexp.methods.read_adapter import META_FILE, check_backbone
 
 TARGETS = ["model.layers.*.attn.q_proj", "model.layers.*.attn.k_proj", "model.layers.*.attn.v_proj",
@@ -131,7 +133,7 @@ def test_not_an_adapter_folder_is_one_config_line(tmp_path):
 
 def test_other_backbone_stops_before_loading_with_one_line(backbone, tmp_path):
     folder = make_adapter(backbone, tmp_path / "a", 0.0)
-    from memexp.config import BackboneConfig, asset_path
+    from memexp.core.schema import BackboneConfig, asset_path
 
     same = BackboneConfig(name="tiny_gdn", arch="gdn", pretrained=asset_path("tiny_gdn"))
     check_backbone(folder, same)  # nothing to say
@@ -151,8 +153,8 @@ def test_other_weights_of_the_same_shape_stop_before_loading_with_one_line(backb
 
     from safetensors.torch import load_file, save_file
 
-    from memexp.config import BackboneConfig, asset_path
-    from memexp.run_identity import weights_fingerprint
+    from memexp.core.schema import BackboneConfig, asset_path
+    from memexp.run.identity import weights_fingerprint
 
     shipped = asset_path("tiny_gdn")
     copy, changed = tmp_path / "copy", tmp_path / "changed"
@@ -185,8 +187,8 @@ def test_other_shape_stops_at_prepare_with_one_line(backbone, tmp_path):
 
 
 def test_the_adapter_enters_the_run_identity_by_content(backbone, tmp_path):
-    from memexp.app import load_config
-    from memexp.run_identity import run_key
+    from memexp.cli.app import load_config
+    from memexp.run.identity import run_key
 
     a = make_adapter(backbone, tmp_path / "a", 0.5)
     b = make_adapter(backbone, tmp_path / "b", 0.5)  # the same content elsewhere
@@ -197,8 +199,8 @@ def test_the_adapter_enters_the_run_identity_by_content(backbone, tmp_path):
 
 
 def test_a_run_with_another_backbones_adapter_stops_in_the_run_checks(backbone, tmp_path):
-    from memexp.app import load_config
-    from memexp.run_checks import check_run
+    from memexp.cli.app import load_config
+    from memexp.run.checks import check_run
 
     folder = make_adapter(backbone, tmp_path / "a", 0.0)
     check_run(load_config(["backbone=tiny_gdn", "method=plain", f"method.adapter={folder}"]))

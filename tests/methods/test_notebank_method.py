@@ -9,8 +9,8 @@ import pytest
 import torch
 from notebank_toy_backbone import FILLER, ToyBackbone
 
-from memexp.benchmarks.base import Question
-from memexp.config import NoteBankConfig
+from memexp.core.types import Question
+from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.notebank.method import NoteBank
 
 ZEBRA = "the code of zebra is seven."  # as the toy tokenizer decodes it

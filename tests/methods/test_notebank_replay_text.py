@@ -7,8 +7,8 @@ import random
 
 from notebank_toy_backbone import FILLER, SpacedTokenizer, ToyBackbone
 
-from memexp.benchmarks.base import Question
-from memexp.config import NoteBankConfig
+from memexp.core.types import Question
+from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.notebank.method import NoteBank
 
 

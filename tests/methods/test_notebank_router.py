@@ -4,7 +4,7 @@ the random / BM25 / oracle alternatives."""
 import torch
 from notebank_toy_backbone import WordTokenizer
 
-from memexp.benchmarks.base import Question
+from memexp.core.types import Question
 from memexp.methods.notebank.archive import ArchiveBuilder
 from memexp.methods.notebank.router import (
     BM25Router,

@@ -8,8 +8,8 @@ import torch
 from notebank_toy_backbone import ToyBackbone, WordTokenizer
 
 from memexp.backbones.base import Channel
-from memexp.config import NoteBankConfig
 from memexp.methods.notebank.addresses import AddressCompactor, ChannelLayout
+from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.notebank.features import ChunkFeatures, QuestionQueries
 from memexp.methods.notebank.method import NoteBank
 from memexp.methods.notebank.sentences import SentenceEndTable, ends_sentence, sentence_ids

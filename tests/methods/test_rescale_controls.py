@@ -7,14 +7,14 @@ and positions copied as they were."""
 import pytest
 import torch
 
-from memexp.app import load_config
 from memexp.backbones import load_backbone
 from memexp.backbones.stack import RecurrentState
-from memexp.benchmarks.base import Question
-from memexp.config import ConfigError
+from memexp.cli.app import load_config
+from memexp.core.schema import ConfigError
+from memexp.core.types import Question
 from memexp.methods import build_method
-from memexp.methods.jrt_config import JRTConfig
-from memexp.methods.plain_config import CleanStartConfig, PlainConfig
+from memexp.methods.jrt.config import JRTConfig
+from memexp.methods.plain.config import CleanStartConfig, PlainConfig
 
 NEW = 8
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from memexp.app import load_config
+from memexp.backbones.shapes import shapes_for
 from memexp.benchmarks import build_benchmark
-from memexp.checkpoint_shapes import shapes_for
-from memexp.costs import record_costs
-from memexp.records import Record, RunFolder, run_folder, summarize
+from memexp.cli.app import load_config
+from memexp.core.types import Record
+from memexp.costs.report import record_costs
+from memexp.run.records import RunFolder, run_folder, summarize
 
 BASE = ["backbone=tiny_gdn_random", "progress=false"]
 

@@ -81,7 +81,7 @@ def test_the_breakdown_is_at_the_records_replayed_tokens(tmp_path, runs_factory,
     runs_factory(tmp_path, ["method=notebank", *RULER], replay=10)
     (run,) = find_runs([tmp_path])
     per_length, assumed = fg._breakdown(run)
-    recorded = added_flops_percent(run)  # each record's own costs (memexp.costs.record_costs)
+    recorded = added_flops_percent(run)  # each record's own costs (memexp.costs.report.record_costs)
     for n, parts in per_length.items():
         assert sum(parts.values()) == pytest.approx(recorded[n], rel=0.02)
     fg.breakdown_figure(tmp_path / "f.png", "ruler", [run])

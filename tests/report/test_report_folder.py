@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread
 
-from memexp.__main__ import main as memexp_main
+from memexp.cli.main import main as memexp_main
 
 RULER = ["bench=ruler", "bench.tasks=[niah_single_1,niah_multikey_1]"]
 LENGTHS = ["bench.lengths=[512,1024]"]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from memexp.__main__ import main as memexp_main
+from memexp.cli.main import main as memexp_main
 from memexp.report.figures import wilson
 from memexp.report.paper import column
 
@@ -82,11 +82,11 @@ def _csv(path):
 def test_paper_numbers_sit_beside_memexps(tmp_path, runs_factory):
     runs_factory(tmp_path / "runs", ["method=plain", *RULER, "bench.lengths=[512,1024]"])
     paper = tmp_path / "paper_ruler_tiny.numbers.yaml"
-    paper.write_text("paper_numbers:\n  source: Table 1\n  bench: ruler\n  backbone: tiny_gdn_random\n"
-                     "  rows:\n    plain: {1K: 98.5, 512: 100, 1M: 1.7}\n"
-                     "    notebank: {niah_single_1: 77.25}\n")
+    paper.write_text("source: Table 1\nbench: ruler\nbackbone: tiny_gdn_random\n"
+                     "rows:\n  plain: {1K: 98.5, 512: 100, 1M: 1.7}\n"
+                     "  notebank: {niah_single_1: 77.25}\n")
     other = tmp_path / "other_bench.yaml"  # a LongBench table: never in a RULER table
-    other.write_text("paper_numbers: [{source: Table 5, bench: longbench, rows: {plain: {trec: 30}}}]\n")
+    other.write_text("[{source: Table 5, bench: longbench, rows: {plain: {trec: 30}}}]\n")
     rc = memexp_main(["report", str(tmp_path / "runs"), "--paper", str(paper), "--paper", str(other),
                       "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")])
     assert rc == 0
@@ -103,10 +103,24 @@ def test_paper_numbers_sit_beside_memexps(tmp_path, runs_factory):
 def test_a_malformed_paper_file_is_one_line_naming_the_field(tmp_path, runs_factory, capsys):
     runs_factory(tmp_path / "runs", ["method=plain", *RULER, "bench.lengths=[512]"])
     bad = tmp_path / "bad.yaml"
-    bad.write_text("paper_numbers:\n  source: Table 1\n  bench: ruler\n  rows: {plain: {512: high}}\n")
+    bad.write_text("source: Table 1\nbench: ruler\nrows: {plain: {512: high}}\n")
     assert memexp_main(["report", str(tmp_path / "runs"), "--paper", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "paper_numbers[0].rows.plain" in err[0]
+    assert len(err) == 1 and "rows.plain: scores must be numbers" in err[0]
+
+
+def test_a_paper_preset_name_reads_the_numbers_memexp_ships(tmp_path, runs_factory, capsys):
+    """`--paper paper_ruler_niah` is the shipped memexp/report/paper_numbers/paper_ruler_niah.gdn.yaml, in the format
+    the loader reads; an unknown name is one line listing the presets."""
+    from memexp.report.paper import PAPER_NUMBERS, load, resolve
+
+    for path in sorted(PAPER_NUMBERS.glob("*.yaml")):
+        assert load(path), path  # every shipped file parses with report's own schema
+    assert resolve("paper_ruler_niah") == [PAPER_NUMBERS / "paper_ruler_niah.gdn.yaml"]
+    runs_factory(tmp_path / "runs", ["method=plain", *RULER, "bench.lengths=[512]"])
+    assert memexp_main(["report", str(tmp_path / "runs"), "--paper", "paper_rulr_niah"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "paper_ruler_niah" in err[0]
 
 
 def test_shards_of_one_config_are_one_row_and_a_missing_shard_marks_it_incomplete(tmp_path, runs_factory):

@@ -5,7 +5,7 @@ command exits non-zero at the end."""
 import pytest
 from report_runs import make_run
 
-from memexp.__main__ import main as memexp_main
+from memexp.cli.main import main as memexp_main
 
 RUN = ["method=plain", "bench=ruler", "bench.tasks=[niah_single_1]", "bench.lengths=[512]"]
 

@@ -9,7 +9,7 @@ import csv
 
 import pytest
 
-from memexp.__main__ import main as memexp_main
+from memexp.cli.main import main as memexp_main
 from memexp.results import load_runs, summarize
 
 TWO = ["bench=ruler", "bench.tasks=[niah_single_1,qa_1]", "bench.lengths=[512,1024]"]

@@ -1,10 +1,11 @@
 """A question's stop strings reach decoding as token ids and end its answer there."""
 
 from memexp.backbones import load_backbone
-from memexp.benchmarks.base import Benchmark, Example, Question
+from memexp.benchmarks.base import Benchmark
+from memexp.core.types import Example, Question
 from memexp.methods.base import Answer
-from memexp.methods.plain import Plain
-from memexp.runner import answer_stop_ids, run_example
+from memexp.methods.plain.method import Plain
+from memexp.run.runner import answer_stop_ids, run_example
 
 
 class OneDialogue(Benchmark):

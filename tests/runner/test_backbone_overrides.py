@@ -1,5 +1,5 @@
 """conf/method_for_backbone/<method>_<backbone>.yaml and conf/bench_for_backbone/<bench>_<backbone>.yaml
-are picked by the composition the CLI uses (memexp.app.load_config) from the backbone and method /
+are picked by the composition the CLI uses (memexp.cli.app.load_config) from the backbone and method /
 bench chosen, and only then; a backbone without such a file gets the schema's defaults."""
 
 from __future__ import annotations
@@ -7,8 +7,12 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.app import CONF_DIR, group_options, load_config
-from memexp.config import LongBenchConfig, NoteBankConfig, PlainConfig, RulerConfig
+from memexp.benchmarks.longbench.config import LongBenchConfig
+from memexp.benchmarks.ruler.config import RulerConfig
+from memexp.cli.app import group_options, load_config
+from memexp.core.paths import CONF_DIR
+from memexp.methods.notebank.config import NoteBankConfig
+from memexp.methods.plain.config import PlainConfig
 
 
 def overrides(group: str) -> list[tuple[str, str, str]]:

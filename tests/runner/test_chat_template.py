@@ -1,12 +1,13 @@
 """With backbone.chat=true the chat template wraps context + question as one user turn, split
 so the context (with the template's head) is still read once per example."""
 
-import memexp.runner as runner
-from memexp.app import load_config
+import memexp.run.runner as runner
 from memexp.backbones.base import chat_split
 from memexp.backbones.gdn.model import GDNBackbone
-from memexp.benchmarks.base import Benchmark, Example, Question
-from memexp.methods.plain import Plain
+from memexp.benchmarks.base import Benchmark
+from memexp.cli.app import load_config
+from memexp.core.types import Example, Question
+from memexp.methods.plain.method import Plain
 
 
 def toy_template(self, user, system=None):
@@ -121,8 +122,8 @@ def test_ruler_questions_carry_the_templates_answer_prefix(tmp_path):
     import json
 
     from memexp.backbones.tokenizer import ByteTokenizer
-    from memexp.benchmarks.ruler import Ruler
-    from memexp.config import RulerConfig
+    from memexp.benchmarks.ruler.benchmark import Ruler
+    from memexp.benchmarks.ruler.config import RulerConfig
 
     essay = tmp_path / "essay.json"
     essay.write_text(json.dumps({"text": "Most good ideas look bad at first. That is why they are still available. " * 40}))

@@ -6,9 +6,10 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.app import CONF_DIR, group_options, load_config
-from memexp.config import ConfigError, without_file_checks
-from memexp.registry import ARCHS, METHODS
+from memexp.cli.app import group_options, load_config
+from memexp.core.paths import CONF_DIR
+from memexp.core.registry import ARCHS, METHODS
+from memexp.core.schema import ConfigError, without_file_checks
 
 BAD = [
     (["backbone=no_such_model"], "backbone=no_such_model: allowed values are"),

@@ -12,10 +12,11 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from memexp.app import CONF_DIR, compose, group_options, load_config
-from memexp.config import BackboneConfig, LoggerConfig
-from memexp.records import run_folder
-from memexp.registry import BENCHES, METHODS
+from memexp.cli.app import compose, group_options, load_config
+from memexp.core.paths import CONF_DIR
+from memexp.core.registry import BENCHES, METHODS
+from memexp.core.schema import ASSETS_DIR, BackboneConfig, LoggerConfig
+from memexp.run.records import run_folder
 
 
 def schema_of(group: str, option: str) -> tuple[str, type]:
@@ -71,7 +72,7 @@ def test_every_method_and_bench_composes_with_every_field(group, registry):
         assert list(node) == [f.name for f in fields(entry.load_schema())], entry.name
 
 
-# asdict(RunConfig) hashed by memexp.records.run_folder (memexp.run_identity, identity_version 1: issue 19
+# asdict(RunConfig) hashed by memexp.run.records.run_folder (memexp.run.identity, identity_version 1: issue 19
 # changed every key), with no hub snapshot cached (hub ids named by id + revision); tiny_gdn's asset path
 # is replaced by its content fingerprint, so the key follows the weights, not the clone. Re-pinned when
 # issues 13 and 15 landed with it (bench.shard, Plain/JRT rescale, RULER version 2, LongBench-v2 reserves).
@@ -90,7 +91,7 @@ def test_run_folders_are_unchanged(overrides, folder, tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
     cfg = load_config(overrides)
     if cfg.backbone.name == "tiny_gdn":
-        assert cfg.backbone.pretrained == str(CONF_DIR.parent / "assets" / "tiny_gdn")
+        assert cfg.backbone.pretrained == str(ASSETS_DIR / "tiny_gdn")
         cfg.backbone.pretrained = "ASSET"
     assert run_folder(cfg).as_posix() == f"outputs/runs/{folder}"
 
@@ -101,7 +102,7 @@ def test_validating_every_method_and_bench_imports_no_torch():
         return "tiny_llama_random" if needs & {"llama_layers", "softmax_attention"} else "tiny_gdn_random"
 
     names = [(g, n, backbone(r, n)) for g, r in (("method", METHODS), ("bench", BENCHES)) for n in r.names()]
-    script = ("import sys; from memexp.app import load_config\n"
+    script = ("import sys; from memexp.cli.app import load_config\n"
               f"for group, name, backbone in {names!r}:\n"
               "    load_config([f'backbone={backbone}', f'{group}={name}'])\n"
               "assert 'torch' not in sys.modules, 'torch imported while validating'\n")

@@ -1,8 +1,8 @@
-"""A record keeps the context around each reference answer (memexp.excerpts): windows around
+"""A record keeps the context around each reference answer (memexp.run.excerpts): windows around
 the first occurrences, overlapping ones merged, the occurrences marked."""
 
-from memexp import excerpts
-from memexp.excerpts import context_excerpts
+from memexp.run import excerpts
+from memexp.run.excerpts import context_excerpts
 
 
 def test_windows_around_each_reference_merge_and_mark_the_occurrences(monkeypatch):

@@ -13,11 +13,12 @@ import pytest
 import memexp.backbones
 import memexp.benchmarks
 import memexp.methods
-from memexp.app import load_config
-from memexp.benchmarks.base import Benchmark, Example, Question
-from memexp.config import BenchConfig, ConfigError, MethodConfig
+from memexp.benchmarks.base import Benchmark
+from memexp.cli.app import load_config
+from memexp.core.registry import ARCHS, BENCHES, METHODS, ROUTERS, RegistryError
+from memexp.core.schema import BenchConfig, ConfigError, MethodConfig
+from memexp.core.types import Example, Question
 from memexp.methods.base import Answer, Memory, Method
-from memexp.registry import ARCHS, BENCHES, METHODS, ROUTERS, RegistryError
 
 BUILT = []  # (what, name) of every toy object the run built
 
@@ -100,7 +101,7 @@ def toys():
 
 
 def test_outside_entries_run_by_name_to_a_summary(toys, tmp_path):
-    from memexp.runner import run
+    from memexp.run.runner import run
 
     cfg = load_config(["backbone=tiny_gdn_random", "backbone.arch=toy_arch", "method=toy_echo", "method.reads=2",
                        "bench=toy_count", "bench.examples=3", f"output_dir={tmp_path}", "progress=false"])
@@ -191,7 +192,7 @@ def test_allowed_values_keep_memexp_order_whatever_was_imported_first():
     import sys
 
     code = ("import memexp.backbones.attention.model, memexp.methods.notebank.config\n"
-            "from memexp.registry import ARCHS, METHODS\n"
+            "from memexp.core.registry import ARCHS, METHODS\n"
             "print(','.join(ARCHS.names())); print(','.join(METHODS.names()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["gdn,gdn2,mamba2,qwen35,llama", "plain,clean_start,jrt,notebank,titan,titan_segmented,infllm"]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import memexp
-from memexp.app import CONF_DIR, check_launcher
-from memexp.config import ConfigError
+from memexp.cli.app import check_launcher
+from memexp.core.paths import CONF_DIR
+from memexp.core.schema import ConfigError
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
 

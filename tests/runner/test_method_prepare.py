@@ -1,10 +1,11 @@
 """`Method.prepare(backbone)` runs once, with the loaded backbone, before any example is read."""
 
-import memexp.runner as runner
-from memexp.app import load_config
+import memexp.run.runner as runner
 from memexp.backbones.base import Backbone
-from memexp.benchmarks.base import Benchmark, Example, Question
-from memexp.methods.plain import Plain
+from memexp.benchmarks.base import Benchmark
+from memexp.cli.app import load_config
+from memexp.core.types import Example, Question
+from memexp.methods.plain.method import Plain
 
 
 class Events:

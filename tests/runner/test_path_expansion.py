@@ -6,8 +6,8 @@ import shutil
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.app import compose, load_config
-from memexp.config import ASSETS_DIR, ConfigError
+from memexp.cli.app import compose, load_config
+from memexp.core.schema import ASSETS_DIR, ConfigError
 
 RUN = ["backbone=tiny_gdn_random", "method=plain", "bench=ruler"]
 

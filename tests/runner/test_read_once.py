@@ -2,10 +2,11 @@
 
 import json
 
-import memexp.runner as runner
-from memexp.app import load_config
-from memexp.benchmarks.base import Benchmark, Example, Question
-from memexp.methods.plain import Plain
+import memexp.run.runner as runner
+from memexp.benchmarks.base import Benchmark
+from memexp.cli.app import load_config
+from memexp.core.types import Example, Question
+from memexp.methods.plain.method import Plain
 
 
 class ThreeQuestions(Benchmark):

@@ -5,12 +5,13 @@ import json
 import pytest
 import torch
 
-import memexp.runner as runner
-from memexp.app import load_config
-from memexp.benchmarks.base import Benchmark, Example, Question
+import memexp.run.runner as runner
+from memexp.benchmarks.base import Benchmark
+from memexp.cli.app import load_config
+from memexp.core.types import Example, Question, Record
 from memexp.methods.base import Answer, Memory
-from memexp.methods.plain import Plain
-from memexp.records import Record, RunFolder, summarize
+from memexp.methods.plain.method import Plain
+from memexp.run.records import RunFolder, summarize
 
 # A line as the untyped runner (before Record) wrote it: keys in this order, costs last.
 OLD_LINE = (

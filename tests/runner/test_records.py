@@ -2,7 +2,7 @@
 
 import json
 
-from memexp.records import RunFolder, config_hash, format_table, summarize
+from memexp.run.records import RunFolder, config_hash, format_table, summarize
 
 
 def _rec(ex, q, task="t", length=256, score=100.0):
@@ -61,7 +61,7 @@ def _lines(folder):
 def test_a_corrupt_middle_line_stops_loading_naming_the_file_and_line(tmp_path):
     import pytest
 
-    from memexp.records import RecordsCorruptError
+    from memexp.run.records import RecordsCorruptError
 
     folder = RunFolder(tmp_path)
     for ex in "abcd":
@@ -120,8 +120,7 @@ def test_a_record_the_disk_cuts_short_is_taken_back_and_the_error_names_the_file
 
     import pytest
 
-    from memexp import records
-
+    from memexp.run import records
     folder = RunFolder(tmp_path)
     folder.append(_rec("a", "0"))
     before = folder.records_path.read_bytes()
@@ -148,8 +147,7 @@ def test_a_record_the_disk_cuts_short_is_taken_back_and_the_error_names_the_file
 def test_a_short_write_the_disk_completes_is_one_whole_line(tmp_path, monkeypatch):
     import os
 
-    from memexp import records
-
+    from memexp.run import records
     folder = RunFolder(tmp_path)
     real_write = os.write
     monkeypatch.setattr(records.os, "write", lambda fd, data: real_write(fd, data[:7]))  # 7 bytes per call

@@ -3,9 +3,9 @@ and tagged by what tells them apart."""
 
 import os
 
-from memexp.config import LoggerConfig
-from memexp.records import Record
-from memexp.tracking import NullSink, WandbSink, label_overrides, make_sink, resolve_mode, run_name, swept_keys
+from memexp.core.schema import LoggerConfig
+from memexp.core.types import Record
+from memexp.run.tracking import NullSink, WandbSink, label_overrides, make_sink, resolve_mode, run_name, swept_keys
 
 CONFIG = {"bench": {"name": "ruler"}, "backbone": {"name": "gdn"}, "method": {"name": "notebank"}}
 

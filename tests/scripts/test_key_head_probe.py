@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from script_module import load_script
 
-from memexp.config import ASSETS_DIR
+from memexp.core.schema import ASSETS_DIR
 
 SHIPPED = ASSETS_DIR / "tiny_gdn_words"
 

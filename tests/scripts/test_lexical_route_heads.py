@@ -10,7 +10,7 @@ from script_module import load_script
 def test_token_counts_count_every_token_of_the_examples():
     """The counts add up to the examples' lengths, drawn from the recipe generator's training stream."""
     from memexp.backbones.loading import load_tokenizer
-    from memexp.config import ASSETS_DIR
+    from memexp.core.schema import ASSETS_DIR
     from memexp.training import niah_words
 
     probe = load_script("lexical_route_heads")
@@ -28,7 +28,7 @@ def test_the_written_checkpoint_changes_only_the_listed_heads_q_and_k(tmp_path, 
     (different for the two heads); every other tensor is the shipped one (convs widened with zeros)."""
     import sys
 
-    from memexp.config import ASSETS_DIR
+    from memexp.core.schema import ASSETS_DIR
 
     probe = load_script("lexical_route_heads")
     shipped = ASSETS_DIR / "tiny_gdn_words"
@@ -94,7 +94,7 @@ def test_common_key_takes_each_heads_first_coordinate(tmp_path, monkeypatch):
 
     from memexp.backbones.loading import load_tokenizer
     from memexp.backbones.ops.norms import rms_norm
-    from memexp.config import ASSETS_DIR
+    from memexp.core.schema import ASSETS_DIR
 
     probe = load_script("lexical_route_heads")
 
@@ -135,7 +135,7 @@ def test_document_frequency_counts_each_example_once():
     """With documents=True a token counts 1 per example it occurs in: the counts add up to the
     examples' distinct tokens, and the BOS every example starts with counts once per example."""
     from memexp.backbones.loading import load_tokenizer
-    from memexp.config import ASSETS_DIR
+    from memexp.core.schema import ASSETS_DIR
     from memexp.training import niah_words
 
     probe = load_script("lexical_route_heads")

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 import memexp
+from memexp.benchmarks.ruler.config import RulerConfig
 from memexp.benchmarks.ruler.sources import load_essays
 from memexp.benchmarks.ruler.standin import STANDIN_SOURCE, standin_text, word_subset
-from memexp.config import ConfigError, RulerConfig
+from memexp.core.schema import ConfigError
 
 
 def test_the_text_is_deterministic_per_seed_over_one_fixed_vocabulary():

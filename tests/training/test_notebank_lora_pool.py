@@ -93,7 +93,7 @@ def test_pool_counts_and_draw_from_a_parquet_file_in_the_collections_layout(tmp_
 
 
 def test_a_row_without_the_columns_or_text_is_one_line(tmp_path):
-    from memexp.config import ConfigError
+    from memexp.core.schema import ConfigError
 
     (tmp_path / "x.jsonl").write_text(json.dumps({"body": "nothing"}) + "\n")
     with pytest.raises(ConfigError) as e:

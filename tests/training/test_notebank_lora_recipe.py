@@ -7,8 +7,8 @@ import random
 import pytest
 import torch
 
-from memexp.config import ConfigError, asset_path
-from memexp.run_identity import weights_fingerprint
+from memexp.core.schema import ConfigError, asset_path
+from memexp.run.identity import weights_fingerprint
 from memexp.training.cli import load_recipe
 from memexp.training.notebank_lora.data import nq_examples
 from memexp.training.notebank_lora.recipe import DataConfig
@@ -252,7 +252,7 @@ def test_wandb_curves_when_the_logger_is_on(tmp_path, monkeypatch):
 
 
 def test_memexp_data_for_a_recipe_says_what_it_can(monkeypatch):
-    from memexp.data import download_recipe
+    from memexp.cli.data import download_recipe
 
     with pytest.raises(ConfigError, match="made locally"):
         download_recipe(["recipe=notebank_lora", "backbone=tiny_gdn"])

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from memexp.backbones import load_backbone
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 from memexp.training import main
 from memexp.training.cli import load_recipe
 

@@ -9,7 +9,7 @@ import sys
 import torch
 
 from memexp.backbones import backbone_config, load_backbone
-from memexp.config import ASSETS_DIR
+from memexp.core.schema import ASSETS_DIR
 from memexp.training.niah_eval import plain_accuracy
 
 CHECKPOINT = ASSETS_DIR / "tiny_gdn"

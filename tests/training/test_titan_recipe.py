@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 from memexp.training import main
 from memexp.training.cli import load_recipe
 from memexp.training.loss import next_token_loss

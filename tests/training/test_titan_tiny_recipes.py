@@ -9,8 +9,8 @@ import json
 import pytest
 import torch
 
-from memexp.app import load_config, sweep_jobs
 from memexp.backbones import load_backbone
+from memexp.cli.app import load_config, sweep_jobs
 from memexp.training import main
 
 STEPS2 = "[{name: s, steps: 2, batch_size: 2, lr: 1.0e-3, question: ruler, min_lines: 1, max_lines: 2}]"
@@ -70,7 +70,7 @@ def test_tiny_titan_trains_every_layer_and_the_preset_runs_its_modules(base, tmp
     modules = out / "niah" / "modules"
     spec = json.loads((modules / "titan_memory.json").read_text())
     assert spec["config"]["layers"] == 2 and spec["shapes"]["num_hidden_layers"] == 2  # every layer converted
-    from memexp.runner import run
+    from memexp.run.runner import run
 
     cfg = load_config(["experiment=tiny_titan", "method=titan", f"backbone.pretrained={base}",
                        f"method.memory_path={modules}", f"output_dir={tmp_path / 'runs'}", "bench.lengths=[1024]",

@@ -13,9 +13,9 @@ import time
 import pytest
 from offline_run import offline_runs
 
-from memexp.app import load_config
 from memexp.benchmarks.ruler.benchmark import Ruler
-from memexp.runner import run
+from memexp.cli.app import load_config
+from memexp.run.runner import run
 
 LENGTHS = (512, 640)
 ARGS = ["backbone=tiny_gdn_random", "method=notebank", "method.chunk_size=128", "bench=ruler",

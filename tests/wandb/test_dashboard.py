@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from memexp.__main__ import main as memexp_main
-from memexp.config import ConfigError
-from memexp.dashboard import benches_from_runs, dashboard_spec, to_workspace
+from memexp.cli.main import main as memexp_main
+from memexp.core.schema import ConfigError
+from memexp.report.dashboard import benches_from_runs, dashboard_spec, to_workspace
 
 BENCHES = {"ruler": ["niah_single_1", "niah_multikey_1"], "longbench": ["qasper"]}
 
@@ -60,7 +60,7 @@ def axes(panel) -> list:
 
 
 def test_every_plotted_metric_is_one_an_offline_run_logs(resumed):
-    """The panels name what memexp.tracking logs, checked against a real run's files."""
+    """The panels name what memexp.run.tracking logs, checked against a real run's files."""
     _, (_, run) = resumed
     history = {k for row in run.history for k in row}
     spec = dashboard_spec({"ruler": ["niah_single_1"]})
@@ -129,7 +129,7 @@ def test_a_named_benchmark_without_runs_uses_its_schema_tasks_and_a_wrong_name_i
     assert memexp_main(["dashboard", "--bench", "rulr", "--out", str(out)]) == 2
     assert "--bench 'rulr': did you mean ruler?" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="no run folders with results"):
-        from memexp.dashboard import main
+        from memexp.report.dashboard import main
 
         main(["--runs", str(tmp_path / "empty"), "--out", str(out)])
 

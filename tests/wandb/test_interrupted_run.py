@@ -4,9 +4,10 @@ recorded so far in the table, and the interrupt still reaches the caller."""
 import pytest
 from offline_run import offline_runs
 
-import memexp.runner as runner
-from memexp.app import load_config
-from memexp.benchmarks.base import Benchmark, Example, Question
+import memexp.run.runner as runner
+from memexp.benchmarks.base import Benchmark
+from memexp.cli.app import load_config
+from memexp.core.types import Example, Question
 
 
 class InterruptedAfterOne(Benchmark):

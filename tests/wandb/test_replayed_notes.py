@@ -10,11 +10,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))  # the 
 
 from notebank_toy_backbone import FILLER, ToyBackbone  # noqa: E402
 
-from memexp.benchmarks.base import Question  # noqa: E402
-from memexp.config import NoteBankConfig  # noqa: E402
+from memexp.core.types import Question, Record
+from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.notebank.method import NoteBank  # noqa: E402
-from memexp.records import Record  # noqa: E402
-from memexp.tracking import records_table  # noqa: E402
+from memexp.run.tracking import records_table  # noqa: E402
 
 ZEBRA = "the code of zebra is seven."
 

@@ -1,6 +1,6 @@
 """Attention-only Transformers: Llama-3.2 and FLA's Transformer baseline."""
 
-from memexp.registry import ARCHS
+from memexp.core.registry import ARCHS
 
 ARCHS.register("llama", "memexp.backbones.attention.model:build",
                schema="memexp.backbones.attention.model:AttentionConfig", recurrent_channels=False, adapters=True,

@@ -8,7 +8,7 @@ by the causal key count.
 from __future__ import annotations
 
 from memexp.backbones.attention.model import AttentionConfig, LlamaForCausalLM
-from memexp.checkpoint_shapes import BackboneShapes, projection_flops
+from memexp.backbones.shapes import BackboneShapes, projection_flops
 
 
 def attention_per_key_flops(layers: int, heads: int, head_dim: int) -> int:

@@ -31,7 +31,7 @@ from memexp.backbones.modules import GatedMLP, RMSNorm, fla_mlp_width, random_in
 from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, StateSpec
-from memexp.config import BackboneConfig, ConfigError
+from memexp.core.schema import BackboneConfig, ConfigError
 
 LLAMA_INERT_FIELDS = {  # transformers LlamaConfig fields that do not change inference results
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",

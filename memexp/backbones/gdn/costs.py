@@ -7,7 +7,7 @@ holds is written here: the short conv and the delta-rule recurrence (Eq. 11).
 from __future__ import annotations
 
 from memexp.backbones.gdn.model import GDNConfig, GDNForCausalLM
-from memexp.checkpoint_shapes import BackboneShapes, projection_flops
+from memexp.backbones.shapes import BackboneShapes, projection_flops
 
 
 def recurrence_flops(heads: int, d_k: int, d_v: int) -> int:

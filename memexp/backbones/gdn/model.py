@@ -30,7 +30,7 @@ from memexp.backbones.loading import BackboneLoadError, save_weights
 from memexp.backbones.modules import GatedMLP, RMSNorm, ShortConv, fla_mlp_width, random_init
 from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, short_conv
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StateSpec
-from memexp.config import BackboneConfig, ConfigError
+from memexp.core.schema import BackboneConfig, ConfigError
 
 LEGACY_TENSORS = [r"^model\.layers\.\d+\.attn\.D$"]  # unused `D` of FLA GDN checkpoints before Dec 2024
 FLA_INERT_FIELDS = {  # FLA config fields that do not change inference results

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from memexp.backbones.gdn.costs import conv_flops
 from memexp.backbones.gdn2.model import GDN2Config, GDN2ForCausalLM
-from memexp.checkpoint_shapes import BackboneShapes, projection_flops
+from memexp.backbones.shapes import BackboneShapes, projection_flops
 
 
 def recurrence_flops(heads: int, d_k: int, d_v: int) -> int:

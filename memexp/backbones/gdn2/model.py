@@ -41,7 +41,7 @@ from memexp.backbones.modules import GatedMLP, RMSNorm, ShortConv, random_init
 from memexp.backbones.ops import gated_rms_norm, l2_norm, short_conv
 from memexp.backbones.ops.gdn2_rule import gdn2_rule
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StateSpec
-from memexp.config import BackboneConfig, ConfigError
+from memexp.core.schema import BackboneConfig, ConfigError
 
 LITGPT_CHECKPOINT = "model-100b.pth"  # the file the paper evaluates in the released repo
 WRAPPER_PREFIXES = ("_forward_module.", "module.", "_orig_mod.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from memexp.backbones.attention.costs import attention_per_key_flops, kv_bytes_per_token
 from memexp.backbones.gdn.costs import conv_flops, recurrence_flops
 from memexp.backbones.hybrid.model import HybridConfig, Qwen35ForCausalLM
-from memexp.checkpoint_shapes import BackboneShapes, projection_flops
+from memexp.backbones.shapes import BackboneShapes, projection_flops
 
 
 def layer_counts(c: HybridConfig) -> tuple[int, int]:

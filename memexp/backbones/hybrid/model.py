@@ -43,7 +43,7 @@ from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_
 from memexp.backbones.ops.attention import KVCache, attention
 from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StateSpec
-from memexp.config import BackboneConfig, ConfigError
+from memexp.core.schema import BackboneConfig, ConfigError
 
 INERT_FIELDS = {  # Qwen3_5TextConfig fields that do not change text inference
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from memexp.backbones.gdn.costs import conv_flops
 from memexp.backbones.mamba2.model import Mamba2Config, Mamba2ForCausalLM
-from memexp.checkpoint_shapes import BackboneShapes, projection_flops
+from memexp.backbones.shapes import BackboneShapes, projection_flops
 
 
 def recurrence_flops(heads: int, headdim: int, d_state: int) -> int:

@@ -43,7 +43,7 @@ from memexp.backbones.modules import RMSNorm, named_rows, random_init
 from memexp.backbones.ops import gated_rms_norm, short_conv
 from memexp.backbones.ops.ssd import ssd
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StackState, StateSpec
-from memexp.config import BackboneConfig, ConfigError
+from memexp.core.schema import BackboneConfig, ConfigError
 
 HF_INERT_FIELDS = {  # transformers Mamba2Config fields that do not change inference results
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",

@@ -1,6 +1,6 @@
 """Reference ops shared by the recurrent backbones (plain PyTorch, documented shapes).
 
-`gated_delta_rule` dispatches to FLA's kernels on CUDA through `memexp.dispatch`; the
+`gated_delta_rule` dispatches to FLA's kernels on CUDA through `memexp.kernels.dispatch`; the
 others are plain torch ops that run everywhere.
 """
 

@@ -7,7 +7,7 @@ key at or before its own position and, with a window W, only the last W of them 
 included) -- the bottom-right causal alignment of flash-attn.
 
 `attention` is the entry point: flash-attn's kernel for half-precision CUDA tensors when
-memexp.dispatch allows it, torch's SDPA with an explicit mask everywhere else; `attention_ref` is the
+memexp.kernels.dispatch allows it, torch's SDPA with an explicit mask everywhere else; `attention_ref` is the
 readable reference.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from memexp.dispatch import use_kernels
+from memexp.kernels.dispatch import use_kernels
 
 
 def attention(

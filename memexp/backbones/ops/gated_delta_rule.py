@@ -10,7 +10,7 @@ Per value head, with state S [K, V] (memexp and FLA's default layout), per token
 Grouped value heads: with HV = G * H value heads, value head j reads query/key head j // G
 (FLA's GVA mapping, and Qwen3.5's repeat_interleave).
 
-`gated_delta_rule` is the entry point: FLA's kernels for CUDA tensors when memexp.dispatch
+`gated_delta_rule` is the entry point: FLA's kernels for CUDA tensors when memexp.kernels.dispatch
 allows them, the reference forms below everywhere else.
 """
 
@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from memexp.backbones.ops.l2norm import l2_norm
 from memexp.backbones.ops.reference import fp32_state, reference_form
-from memexp.dispatch import use_kernels
+from memexp.kernels.dispatch import use_kernels
 
 CHUNK = 64
 RECURRENT_MAX_T = 8  # below this the per-token loop is cheaper than one padded chunk

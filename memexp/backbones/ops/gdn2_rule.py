@@ -11,7 +11,7 @@ Per head, with state S [K, V], per token t (g_t, b_t in R^K; w_t in R^V):
 i.e. S_t = (I - k_t (b_t * k_t)^T) Diag(exp g_t) S_{t-1} + k_t (w_t * v_t)^T. With
 b = w = beta this is KDA; with a scalar g as well, the gated delta rule.
 
-`gdn2_rule` is the entry point: FLA's GDN-2 kernels for CUDA tensors when memexp.dispatch
+`gdn2_rule` is the entry point: FLA's GDN-2 kernels for CUDA tensors when memexp.kernels.dispatch
 allows them, the reference forms below everywhere else.
 """
 
@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from memexp.backbones.ops.l2norm import l2_norm
 from memexp.backbones.ops.reference import fp32_state, reference_form
-from memexp.dispatch import use_kernels
+from memexp.kernels.dispatch import use_kernels
 
 CHUNK = 32  # the chunked reference holds [C, C, K] pair decays per head: keep C small
 RECURRENT_MAX_T = 8

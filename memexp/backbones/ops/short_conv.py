@@ -5,7 +5,7 @@ Used before the recurrence in Gated DeltaNet (q, k, v), GDN-2, Mamba-2 (xBC) and
 so feeding a sequence in pieces gives exactly the output of feeding it whole.
 
 `short_conv` dispatches CUDA tensors to Dao-AILab's causal-conv1d kernels (optional: the
-`cuda` extra) when `memexp.dispatch` allows it and the shapes fit them: `causal_conv1d_fn`
+`cuda` extra) when `memexp.kernels.dispatch` allows it and the shapes fit them: `causal_conv1d_fn`
 for prefill chunks (channel-last, the only layout in which it takes an initial window and
 returns the final one), `causal_conv1d_update` for single decode tokens. Everything else
 takes the torch path.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from memexp.dispatch import use_kernels
+from memexp.kernels.dispatch import use_kernels
 
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 

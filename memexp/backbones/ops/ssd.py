@@ -6,7 +6,7 @@ Per head h (of H, each reading B/C group h // (H / G)) with state S [P, N], per 
     S   <- exp(dt_t * A_h) * S + dt_t * x_t B_t^T             decay, then write
     y_t  = S C_t + D_h * x_t                                   readout plus skip
 
-`ssd` is the entry point: on CUDA tensors, when memexp.dispatch allows it, mamba_ssm's
+`ssd` is the entry point: on CUDA tensors, when memexp.kernels.dispatch allows it, mamba_ssm's
 `mamba_chunk_scan_combined` for chunks and its `selective_state_update` for single decode
 tokens; the reference forms below everywhere else. The state layout
 [B, H, P, N] (value-first) and fp32 precision match mamba_ssm's inference cache.
@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from memexp.backbones.ops.reference import fp32_state, reference_form
-from memexp.dispatch import kernel_module, use_kernels
+from memexp.kernels.dispatch import kernel_module, use_kernels
 
 CHUNK = 256  # mamba2-1.3b's chunk size; any value gives the same result up to rounding
 RECURRENT_MAX_T = 16  # below this the per-token loop is cheaper than one padded chunk

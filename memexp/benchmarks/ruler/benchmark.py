@@ -10,10 +10,11 @@ from typing import Iterator
 
 from memexp.backbones.base import InputFeed, Tokenizer
 from memexp.benchmarks import hub
-from memexp.benchmarks.base import Benchmark, Example, Question
+from memexp.benchmarks.base import Benchmark
 from memexp.benchmarks.metrics import ruler_postprocess, string_match_all, string_match_part
 from memexp.benchmarks.ruler import cache, sources
 from memexp.benchmarks.ruler.common_words import CommonWordsGenerator
+from memexp.benchmarks.ruler.config import RulerConfig
 from memexp.benchmarks.ruler.freq_words import FreqWordsGenerator
 from memexp.benchmarks.ruler.generate import generate_examples
 from memexp.benchmarks.ruler.haystacks import EssayHaystack
@@ -33,7 +34,7 @@ from memexp.benchmarks.ruler.tasks import (
 from memexp.benchmarks.ruler.templates import COMMON_WORDS, FREQ_WORDS, NIAH, QA, VARIABLE_TRACKING, TaskTemplate
 from memexp.benchmarks.ruler.variable_tracking import VariableTrackingGenerator
 from memexp.benchmarks.ruler.vocabulary import wordlists_fingerprint
-from memexp.config import RulerConfig
+from memexp.core.types import Example, Question
 
 METRICS = {"string_match_all": string_match_all, "string_match_part": string_match_part}
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from memexp.backbones.base import Tokenizer
-from memexp.benchmarks.base import Example, Question
 from memexp.benchmarks.ruler.config import VERSION as FORMAT_VERSION  # generated examples change with it
 from memexp.benchmarks.ruler.templates import COMMON_WORDS, FREQ_WORDS, NEEDLE, NIAH, NOISE, QA, VARIABLE_TRACKING
+from memexp.core.types import Example, Question
 
 _PROBE = "\n".join(
     [

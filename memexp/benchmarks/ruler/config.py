@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 from memexp.benchmarks.ruler.tasks import TASKS
-from memexp.config import BenchConfig, ConfigError, _at_least, _distinct, _tasks, files_checked
-from memexp.registry import BENCHES
+from memexp.core.registry import BENCHES
+from memexp.core.schema import BenchConfig, ConfigError, _at_least, _distinct, _tasks, files_checked
 
 # the allowed tasks are the implementation's task table
 RULER_TASKS = tuple(TASKS)
@@ -51,7 +51,7 @@ class RulerConfig(BenchConfig):
 
 
 # bump when this benchmark's examples, prompts or scoring change for the same config: every run
-# folder key includes it (memexp.run_identity), so old results are never resumed as new ones
+# folder key includes it (memexp.run.identity), so old results are never resumed as new ones
 # (2: each sample's haystack fitted on its own)
 VERSION = 2
 BENCHES.register(RulerConfig.name, "memexp.benchmarks.ruler.benchmark:Ruler", schema=RulerConfig, version=VERSION)

@@ -15,7 +15,7 @@ import numpy as np
 from memexp.benchmarks.ruler.sample import Sample
 from memexp.benchmarks.ruler.tasks import FreqWordsTask
 from memexp.benchmarks.ruler.templates import FREQ_WORDS, split_prompt
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 
 # B_2k / (2k)! for the Euler-Maclaurin remainder of the zeta sum
 _BERNOULLI_OVER_FACTORIAL = [

@@ -15,10 +15,10 @@ the official generator's text for that random state.
 from __future__ import annotations
 
 from memexp.backbones.base import InputFeed, Tokenizer
-from memexp.benchmarks.base import Example, Question
 from memexp.benchmarks.ruler.length import TokenBudget, TooShort, largest_fitting, split_answer_prefix
 from memexp.benchmarks.ruler.sample import Generator, Sample, sample_rng
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
+from memexp.core.types import Example, Question
 
 
 def _too_short(task: str, length: int, size: int, tokens: int, max_new_tokens: int) -> ConfigError:

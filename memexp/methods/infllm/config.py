@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from memexp.config import ConfigError, MethodConfig, _at_least
-from memexp.registry import METHODS
+from memexp.core.registry import METHODS
+from memexp.core.schema import ConfigError, MethodConfig, _at_least
 
 
 @dataclass

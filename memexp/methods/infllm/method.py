@@ -19,13 +19,13 @@ from __future__ import annotations
 import torch
 
 from memexp.backbones.base import Backbone, Stopwatch
-from memexp.benchmarks.base import Question
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
+from memexp.core.types import Question
 from memexp.methods.base import Answer, Memory, Method
 from memexp.methods.infllm.config import InfLLMConfig
 from memexp.methods.infllm.context_memory import ContextMemory, Settings
 from memexp.methods.infllm.layer import GatedInfLLMLayer, InfLLMLayer
-from memexp.methods.plain import prefill
+from memexp.methods.plain.method import prefill
 
 
 class InfLLM(Method[None]):

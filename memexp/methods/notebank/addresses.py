@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from memexp.backbones.base import Backbone, Channel
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 from memexp.methods.notebank.config import check_layers_present
 
 

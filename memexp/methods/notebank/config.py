@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from memexp.config import ConfigError, MethodConfig, _at_least, _choice
+from memexp.core.registry import METHODS, ROUTERS
+from memexp.core.schema import ConfigError, MethodConfig, _at_least, _choice
 from memexp.methods.read_adapter import check_adapter_field
 from memexp.methods.rescale import check_rescale
-from memexp.registry import METHODS, ROUTERS
 
 
 @dataclass
@@ -30,7 +30,7 @@ class NoteBankConfig(MethodConfig):
     # A backbone states its own only with a reason (tiny_gdn_words: its copy layer, see its file).
     layers: Optional[list[int]] = None
     rescale: Optional[float] = None  # lambda applied to the recurrent state before replay; null = none
-    router: str = "native"  # a name in memexp.registry.ROUTERS: native | random | bm25 | embedding | oracle | bge
+    router: str = "native"  # a name in memexp.core.registry.ROUTERS: native | random | bm25 | embedding | oracle | bge
     router_seed: int = 0  # seed of the random router
     # the bge router's encoder: a hub id or a local directory (the paper names no checkpoint, only
     # "BGE", so memexp uses BAAI's English base v1.5); read only with router=bge
@@ -80,7 +80,7 @@ def check_encoder_source(source: str) -> None:
 
 def check_layers(layers: list[int]) -> None:
     """method.layers is a non-empty list of distinct layer indices (whether the backbone has them
-    is checked against its config before it loads, memexp.run_checks)."""
+    is checked against its config before it loads, memexp.run.checks)."""
     if not layers:
         raise ConfigError("method.layers=[]: name at least one recurrent layer (or null: every recurrent layer)")
     for layer in layers:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import weakref
 
 from memexp.backbones.base import Backbone, Stopwatch, Tokenizer
-from memexp.benchmarks.base import Question
-from memexp.config import NoteBankConfig
+from memexp.core.types import Question
 from memexp.methods.base import Answer, Memory, Method
 from memexp.methods.notebank.addresses import AddressCompactor, ChannelLayout, indexed_channels
 from memexp.methods.notebank.archive import Archive
+from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.notebank.features import QuestionQueries
 from memexp.methods.notebank.readout import read_out, replay_sequence
 from memexp.methods.notebank.router import RouteRequest, Selection, build_router

@@ -10,7 +10,7 @@ and to the question is part of the config, because small models are sensitive to
 from __future__ import annotations
 
 from memexp.backbones.base import Backbone, State, Stopwatch
-from memexp.benchmarks.base import Question
+from memexp.core.types import Question
 from memexp.methods.notebank.archive import Archive
 from memexp.methods.rescale import apply_rescale
 

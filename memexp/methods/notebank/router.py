@@ -28,10 +28,10 @@ import numpy as np
 import torch
 
 from memexp.backbones.base import Tokenizer
-from memexp.benchmarks.base import Question
+from memexp.core.registry import ROUTERS
+from memexp.core.types import Question
 from memexp.kernels import routing
 from memexp.methods.notebank.archive import Archive
-from memexp.registry import ROUTERS
 
 # bm25s sets its own logger to DEBUG on import, so any handler on the root logger (Hydra's
 # job logging, a launcher's) prints "Building index ..." for every question's archive, into
@@ -165,7 +165,7 @@ class OracleRouter:
 
 
 def build_router(name: str, replay_budget: int, seed: int, encoder: str | None = None):
-    """The router registered as `name` in memexp.registry.ROUTERS (see memexp/methods/notebank/routers.py);
+    """The router registered as `name` in memexp.core.registry.ROUTERS (see memexp/methods/notebank/routers.py);
     `encoder` is the model a router with an external encoder loads (`method.router_model`)."""
     entry = ROUTERS.get(name)
     cls = entry.load()

@@ -6,7 +6,7 @@ router has `prepare(device, dtype)`, called with the loaded backbone); the regis
 the router's `name`.
 """
 
-from memexp.registry import ROUTERS
+from memexp.core.registry import ROUTERS
 
 ROUTERS.register("native", "memexp.methods.notebank.router:NativeRouter")
 ROUTERS.register("random", "memexp.methods.notebank.router:RandomRouter", seeded=True)

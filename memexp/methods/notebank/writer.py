@@ -15,9 +15,9 @@ from __future__ import annotations
 import torch
 
 from memexp.backbones.base import Backbone, State, as_ids
-from memexp.config import NoteBankConfig
 from memexp.methods.notebank.addresses import AddressCompactor, ChannelLayout
 from memexp.methods.notebank.archive import Archive, ArchiveBuilder
+from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.notebank.features import ChunkFeatures
 from memexp.methods.notebank.sentences import SentenceEndTable, sentence_ids
 from memexp.methods.notebank.span_selection import select_spans

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from memexp.config import ConfigError, MethodConfig, _at_least, _choice, files_checked
-from memexp.registry import METHODS
+from memexp.core.registry import METHODS
+from memexp.core.schema import ConfigError, MethodConfig, _at_least, _choice, files_checked
 
 DECAY_TARGETS = ("slow_weights", "zero")
 MEMORY_DTYPES = ("float32", "bfloat16")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 from memexp.methods.titan.config import DECAY_TARGETS, TitanConfig
 
 # the authors' name after `layers.<i>.` -> memexp's after `layers.<i>.` (history_mix is b_lambda [H, d])

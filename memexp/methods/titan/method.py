@@ -9,9 +9,9 @@ that state, generating greedily.
 from __future__ import annotations
 
 from memexp.backbones.base import Backbone
-from memexp.benchmarks.base import Question
+from memexp.core.types import Question
 from memexp.methods.base import Answer, Memory, Method
-from memexp.methods.plain import Plain
+from memexp.methods.plain.method import Plain
 from memexp.methods.titan.config import TitanConfig
 from memexp.methods.titan.retrofit import TitanModules, retrofit
 

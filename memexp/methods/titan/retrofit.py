@@ -25,7 +25,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from memexp.backbones.stack import LayerStackBackbone
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 from memexp.methods.titan.config import MODULE_FILES, TitanConfig
 from memexp.methods.titan.layer import TitanBlock, TitanLayer, ValueCarry
 from memexp.methods.titan.memory import NeuralMemory

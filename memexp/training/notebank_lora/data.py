@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from memexp.benchmarks.base import Question
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
+from memexp.core.types import Question
 from memexp.training.notebank_lora.recipe import DataConfig
 
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -211,7 +211,7 @@ def nq_examples(d: DataConfig, data_path: str | None) -> list[TextExample]:
 
 
 def ruler_examples(d: DataConfig, tokenizer) -> list[TextExample]:
-    from memexp.benchmarks.ruler import Ruler
+    from memexp.benchmarks.ruler.benchmark import Ruler
     from memexp.benchmarks.ruler.config import RulerConfig
 
     out = []

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 
 
 class NoAdapter:

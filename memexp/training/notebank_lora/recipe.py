@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from memexp.config import ConfigError, LoggerConfig, _at_least, _choice
+from memexp.core.schema import ConfigError, LoggerConfig, _at_least, _choice
 
 SOURCES = ("nq", "ruler")
 SCHEDULES = ("constant", "cosine")

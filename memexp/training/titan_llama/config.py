@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from memexp.config import ConfigError, _at_least, _choice, _existing_path, _optional_at_least
+from memexp.core.schema import ConfigError, _at_least, _choice, _existing_path, _optional_at_least
 
 NEEDLE_PLACEMENTS = ("anywhere", "earlier_segment")
 STAGE_DATA = ("pretrain_mix", "gold_sft", "quality_sft", "niah")

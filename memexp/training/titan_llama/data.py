@@ -237,7 +237,7 @@ def gold_sft(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Iterator
 
 
 def quality_sequence(fmt: Formatter, article: str, q: dict, max_len: int) -> Sequence:
-    from memexp.benchmarks.quality import titan_sft_context, titan_sft_prompt
+    from memexp.benchmarks.quality.benchmark import titan_sft_context, titan_sft_prompt
 
     query = titan_sft_prompt(q["question"], q["options"])  # what bench.prompt=titan_sft evaluates
     prompt = fmt.tok.encode(titan_sft_context(article) + query if article else query)
@@ -252,8 +252,8 @@ def quality_rows(src: Source) -> Iterator[dict]:
         yield from source_rows(src)
         return
     from memexp.benchmarks import datasets as bench_data
-    from memexp.benchmarks import quality
-    from memexp.benchmarks.quality_config import QualityConfig
+    from memexp.benchmarks.quality import benchmark as quality
+    from memexp.benchmarks.quality.config import QualityConfig
 
     cfg = QualityConfig(split="train")
     root = bench_data.resolve(quality.NAME, None, cfg.cache_dir, lambda d: quality.fetch(cfg.url, d),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from memexp.config import ASSETS_DIR, ConfigError, portable_assets
+from memexp.core.schema import ASSETS_DIR, ConfigError, portable_assets
 from memexp.training.loss import next_token_loss
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import Formatter, stage_stream

@@ -37,7 +37,7 @@ from typing import Iterator
 
 import torch
 
-from memexp.config import _build
+from memexp.core.schema import _build
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import IGNORE
 
@@ -135,8 +135,8 @@ class Logger:
         self.path, self.main, self.log, self.run = out / "metrics.jsonl", main, log, None
         if not main or recipe.wandb == "none":
             return
-        from memexp.config import LoggerConfig
-        from memexp.tracking import resolve_mode
+        from memexp.core.schema import LoggerConfig
+        from memexp.run.tracking import resolve_mode
 
         mode = resolve_mode(LoggerConfig(name="wandb", mode="auto" if recipe.wandb == "auto" else recipe.wandb))
         try:

@@ -9,7 +9,7 @@ import pytest
 from ruler_fixtures import ESSAY, SQUAD, ByteTokenizer, hotpotqa_rows
 
 from memexp.benchmarks.ruler import Ruler
-from memexp.config import RulerConfig
+from memexp.benchmarks.ruler.config import RulerConfig
 
 
 @pytest.fixture

@@ -11,12 +11,13 @@ import shutil
 
 import pytest
 
-import memexp.runner as runner
-from memexp.app import load_config
+import memexp.run.runner as runner
 from memexp.backbones.attention.model import build
 from memexp.backbones.base import InputFeed
 from memexp.benchmarks.ruler import Ruler
-from memexp.config import ASSETS_DIR, BackboneConfig, RulerConfig
+from memexp.benchmarks.ruler.config import RulerConfig
+from memexp.cli.app import load_config
+from memexp.core.schema import ASSETS_DIR, BackboneConfig
 
 # Llama-3-Instruct's template in its shape (header, end of turn, assistant header)
 TEMPLATE = ("<s>{%- for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"

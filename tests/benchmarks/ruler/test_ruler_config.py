@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.app import load_config
 from memexp.benchmarks.ruler import Ruler
+from memexp.benchmarks.ruler.config import RulerConfig
 from memexp.benchmarks.ruler.tasks import TASKS
 from memexp.benchmarks.ruler.templates import COMMON_WORDS, FREQ_WORDS, NIAH, QA, VARIABLE_TRACKING
-from memexp.config import ConfigError, RulerConfig
+from memexp.cli.app import load_config
+from memexp.core.schema import ConfigError
 
-YAML = Path(__file__).resolve().parents[3] / "memexp" / "conf" / "bench" / "ruler.yaml"
+YAML = Path(__file__).resolve().parents[3] / "conf" / "bench" / "ruler.yaml"
 
 
 def test_yaml_names_the_schema_and_composes_to_its_defaults():

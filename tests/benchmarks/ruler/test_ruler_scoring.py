@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memexp.benchmarks.base import Question
+from memexp.core.types import Question
 
 
 def question(references, metric="string_match_all") -> Question:

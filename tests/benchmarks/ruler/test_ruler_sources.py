@@ -11,7 +11,7 @@ from ruler_fixtures import ESSAY, SQUAD
 
 from memexp.benchmarks.ruler import sources
 from memexp.benchmarks.ruler.qa import read_squad
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 
 
 def test_noise_needle_vt_fwe_need_no_source(make_ruler, tokenizer):

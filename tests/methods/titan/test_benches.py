@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from memexp.app import load_config
-from memexp.benchmarks.quality import file_name
-from memexp.runner import run
+from memexp.benchmarks.quality.benchmark import file_name
+from memexp.cli.app import load_config
+from memexp.run.runner import run
 
 TITAN = ["backbone=tiny_llama_random", "method=titan", "method.layers=2", "method.segment_length=16",
          "method.test_batch=32", "logger=none", "progress=false"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 from titan_helpers import SEGMENT, ids, tiny_llama, titan
 
-from memexp.config import ConfigError
+from memexp.core.schema import ConfigError
 from memexp.methods.titan.config import TitanConfig
 from memexp.methods.titan.convert import NAMES, convert
 from memexp.methods.titan.method import Titan

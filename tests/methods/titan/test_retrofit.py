@@ -5,9 +5,9 @@ import pytest
 import torch
 from titan_helpers import SEGMENT, authors_checkpoint, ids, tiny_llama, titan
 
-from memexp.app import load_config
 from memexp.backbones.attention.model import AttentionBackbone, AttentionConfig, LlamaForCausalLM
-from memexp.config import ConfigError
+from memexp.cli.app import load_config
+from memexp.core.schema import ConfigError
 from memexp.methods.titan.config import TitanConfig
 from memexp.methods.titan.convert import ConvertError, convert, main
 from memexp.methods.titan.retrofit import TitanModules, retrofit

@@ -1,0 +1,1 @@
+"""The longhealth benchmark: its schema (config.py), examples and scoring (benchmark.py)."""

@@ -1,0 +1,1 @@
+"""The quality benchmark: its schema (config.py), examples and scoring (benchmark.py)."""

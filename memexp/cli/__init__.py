@@ -1,0 +1,1 @@
+"""The command line: the Hydra app (`memexp run`), its help, and every subcommand."""

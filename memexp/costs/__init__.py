@@ -1,0 +1,1 @@
+"""Analytical costs (FLOPs, bytes, added storage) and measured latency of a run."""

@@ -1,0 +1,1 @@
+"""JRT: the context is read twice (Just Read Twice), then the question is answered."""

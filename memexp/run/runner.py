@@ -1,0 +1,268 @@
+"""The single runner: backbone x method x bench, resumable, one record per question.
+
+For each example not yet fully recorded: the method reads the context once, every question
+answers from a copy of the retained state, each answer is scored and appended to
+records.jsonl before the next begins.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from dataclasses import asdict
+from typing import Iterator
+
+import torch
+from tqdm import tqdm
+
+from memexp.backbones.base import InputFeed
+from memexp.benchmarks import build_benchmark
+from memexp.benchmarks.base import Benchmark
+from memexp.benchmarks.skipped_rows import SkippedRows, collecting
+from memexp.core import interrupts
+from memexp.core.errors import RunInterrupted
+from memexp.core.schema import RunConfig
+from memexp.core.types import Example, Question, Record
+from memexp.methods.base import Answer, Memory
+from memexp.run import shards
+from memexp.run.excerpts import context_excerpts
+from memexp.run.identity import run_key, write_provenance
+from memexp.run.lock import RunLock
+from memexp.run.records import RunFolder, folder_path, format_table, summarize
+from memexp.run.tracking import make_sink
+
+
+def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None = None) -> dict:
+    """Run (or resume) one configuration; returns the summary. `labels`: the `field=value`s that
+    tell this run apart in the logger (memexp.run.tracking.label_overrides).
+
+    The folder is named by the run's identity (memexp.run.identity) and held by one process at a
+    time (memexp.run.lock); Ctrl-C ends in RunInterrupted, which says what was recorded."""
+    from memexp.kernels.dispatch import set_kernels
+    from memexp.run.checks import check_run
+
+    check_run(cfg)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    set_kernels(cfg.kernels)
+    key, ident = run_key(cfg, fetch=True)
+    folder = RunFolder(folder_path(cfg, key))
+    check_not_locked(folder.path, cfg.wait_for_lock)  # before loading a model only to find the folder taken
+    # whatever can still refuse the run (a checkpoint that does not load, a method that does not fit
+    # the backbone) refuses it before its folder exists: a failed start leaves no empty run folder
+    backbone, method, bench = _build(cfg)
+    # from here Ctrl-C stops the run cleanly (partial summary, how to resume), whatever it interrupts
+    with interrupts.raising():
+        try:
+            folder.path.mkdir(parents=True, exist_ok=True)
+            with RunLock(folder.path, wait=cfg.wait_for_lock), collecting(cfg.strict_data) as skipped:
+                folder.prepare(asdict(cfg))
+                write_provenance(folder.path, ident)
+                return _run_in(folder, cfg, (backbone, method, bench), sweep_group, labels, skipped)
+        except BaseException as e:
+            if not (isinstance(e, KeyboardInterrupt) or interrupts.requested()):
+                raise
+            recorded = folder.records_path.read_bytes().count(b"\n") if folder.records_path.exists() else 0
+            raise RunInterrupted(folder.path, recorded) from None
+
+
+def check_not_locked(path, wait: bool) -> None:
+    """RunLockedError now when another process holds an existing run folder (and `wait` is off)."""
+    if not wait and path.is_dir():
+        with RunLock(path):
+            pass
+
+
+def _build(cfg: RunConfig) -> tuple:
+    """The run's backbone (loaded), method (prepared on it) and benchmark."""
+    from memexp.backbones import load_backbone
+    from memexp.methods import build_method
+
+    backbone = load_backbone(cfg.backbone)
+    method = build_method(cfg.method)
+    method.prepare(backbone)
+    bench = build_benchmark(cfg.bench)
+    bench.size_with(InputFeed(backbone, cfg.backbone.chat))
+    return backbone, method, bench
+
+
+def _run_in(folder: RunFolder, cfg: RunConfig, parts: tuple, sweep_group: str | None, labels: list[str] | None,
+            skipped: SkippedRows) -> dict:
+    """The run itself, in its prepared and locked folder, with `_build`'s parts."""
+    backbone, method, bench = parts
+    done = folder.records(repair=cfg.records_repair)
+    done_keys = {r.key for r in done}
+    print(f"[memexp] run folder: {folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
+
+    examples = bench.examples(backbone.tokenizer)
+    total = bench.num_examples()
+    if total is None:
+        examples = list(examples)
+        total = len(examples)
+    shard = cfg.bench.shard
+    examples, total = shards.select(examples, total, shard)
+    expected = total  # every example of the configured benchmark (shard): what `complete` asks for
+    folder.write_text("expected_examples.txt", f"{expected}\n")  # for `memexp status` while the run goes on
+    if cfg.max_examples is not None:
+        examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
+    costs = record_costs_fn(cfg, backbone)
+
+    sink = make_sink(cfg.logger, folder.path, asdict(cfg), group=sweep_group, run_id=folder.read_text("wandb_id.txt"),
+                     labels=labels, expected_examples=expected)
+    if getattr(sink, "run_id", None):
+        folder.write_text("wandb_id.txt", sink.run_id)
+    records = list(done)
+    seen = {"examples": 0, "questions": 0, "expected": expected, "skipped": skipped, "shard": shard}
+    try:
+        bar = tqdm(total=total, unit="ex", disable=not cfg.progress, dynamic_ncols=True, file=sys.stderr)
+        for ex in examples:
+            seen["examples"] += 1
+            seen["questions"] += len(ex.questions)
+            if all((ex.id, q.id) in done_keys for q in ex.questions):
+                bar.update(1)
+                continue
+            for rec in run_example(ex, backbone, method, bench, done_keys, costs, cfg.backbone.chat):
+                folder.append(rec)
+                records.append(rec)
+                sink.log_record(rec)
+            bar.update(1)
+            if records:
+                bar.set_postfix(score=f"{sum(r.score for r in records) / len(records):.1f}")
+        bar.close()
+        summary = _summary(records, bench, seen)
+        # a smoke run over a finished folder that recorded nothing new keeps the whole run's summary
+        kept = _complete_summary(folder, len(done)) if cfg.max_examples is not None and len(records) == len(done) \
+            else None
+        if kept is not None:
+            summary = kept
+        else:
+            folder.write_summary(summary)
+        sink.finish(summary)
+    except BaseException:
+        _summary_on_failure(folder, records, bench, seen, sink)
+        raise
+    title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
+    print(format_table(summary, title))
+    return summary
+
+
+def _complete_summary(folder: RunFolder, recorded: int) -> dict | None:
+    """The folder's summary.json when it describes a complete run of exactly the `recorded`
+    questions on disk; None otherwise (none yet, unreadable, partial or stale)."""
+    import json
+
+    try:
+        summary = json.loads(folder.summary_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(summary, dict) and summary.get("complete") is True and summary.get("num_questions") == recorded:
+        return summary
+    return None
+
+
+def _summary_on_failure(folder: RunFolder, records: list[Record], bench: Benchmark, seen: dict, sink) -> None:
+    """The partial summary (complete: false) of a run that stops, also to the logger, which marks
+    the run incomplete; best effort, since the failure may be the disk itself, and the error that
+    stopped the run is the one to report."""
+    if not records:
+        return
+    partial = _summary(records, bench, seen)
+    try:
+        folder.write_summary(partial)
+    except OSError:
+        pass
+    sink.finish({**partial, "complete": False})
+
+
+def _chat_applies(ex: Example, chat: bool) -> bool:
+    """`Question.chat_template`: the context is shared, so the first question decides."""
+    return chat and bool(ex.questions) and ex.questions[0].chat_template
+
+
+def answer_stop_ids(tok, q: Question) -> list[int] | None:
+    """The ids that end `q`'s answer: the tokenizer's stop ids plus the last token of each of
+    `q.stop`'s strings (LongBench's pred.py: `tokenizer.encode("\\n")[-1]`); None when the
+    question adds none, which leaves the tokenizer's own."""
+    if not q.stop:
+        return None
+    extra = [ids[-1] for ids in map(tok.encode, q.stop) if ids]
+    return list(dict.fromkeys([*tok.stop_ids, *extra]))
+
+
+def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: frozenset | set = frozenset(),
+                costs=None, chat: bool = False) -> Iterator[Record]:
+    """Read the example's context once, answer each question not in `done_keys` from the
+    retained memory, and yield one scored record per question."""
+    tok = backbone.tokenizer
+    stop_ids = set(tok.stop_ids)
+    feed = InputFeed(backbone, _chat_applies(ex, chat))
+    context_ids = feed.context_ids(ex.context, ex.system, ex.bos)
+    t0 = time.perf_counter()
+    memory = method.read(backbone, context_ids)
+    read_seconds = time.perf_counter() - t0
+    for q in ex.questions:
+        if (ex.id, q.id) in done_keys:
+            continue
+        q_ids = feed.question_ids(ex.context, q.user_prompt, q.answer_prefix, ex.system)
+        stop = answer_stop_ids(tok, q)
+        ans = method.answer(backbone, memory, q_ids, q, stop)
+        ended = stop_ids if stop is None else set(stop)
+        gen = ans.ids[:-1] if ans.ids and ans.ids[-1] in ended else ans.ids  # the id that ended it
+        prediction = bench.postprocess(tok.decode(gen), q)
+        score = float(bench.score(prediction, q))
+        rec = answer_record(ex, q, prediction, score, len(context_ids), read_seconds, memory, ans)
+        if costs is not None:
+            rec.costs = costs(rec.tokens, memory.stats)
+        yield rec
+
+
+def answer_record(ex: Example, q: Question, prediction: str, score: float, context_tokens: int,
+                  read_seconds: float, memory: Memory, answer: Answer) -> Record:
+    """The record of `q` answered from `memory`, which read `ex`'s context in `read_seconds`
+    (built here, not in records.py, so that records depend on no benchmark or method type)."""
+    return Record(
+        example_id=ex.id, question_id=q.id, task=ex.task, length=ex.length, question=q.prompt, prediction=prediction,
+        references=q.references, score=score, metric=q.metric, tokens={"context": context_tokens, **answer.tokens},
+        seconds={"read": read_seconds, **{f"read/{k}": v for k, v in memory.seconds.items()}, **answer.seconds},
+        method_stats={**memory.stats, **answer.stats}, source=ex.source,
+        context_excerpts=context_excerpts(ex.context, q.references) or None,
+    )
+
+
+def _summary(records: list[Record], bench: Benchmark, seen: dict) -> dict:
+    """`seen`: examples and questions the benchmark yielded so far (all of them at the end), the
+    examples the configured benchmark has, and the rows its loader skipped."""
+    summary = summarize(records)
+    summary["num_examples"] = seen["examples"]
+    summary["expected_examples"] = seen["expected"]
+    summary["complete"] = seen["examples"] == seen["expected"] and summary["num_questions"] == seen["questions"]
+    summary["skipped_rows"] = seen["skipped"].summary()
+    skipped = bench.skipped()  # left out by the benchmark's fit rule: listed, never scored
+    if skipped:
+        summary["num_skipped"], summary["skipped"] = len(skipped), skipped
+    for key, value in bench.aggregate(records).items():
+        summary[f"aggregate/{key}"] = value
+    summary.update(shards.summary_fields(seen["shard"], seen["expected"]))
+    return summary
+
+
+def record_costs_fn(cfg: RunConfig, backbone):
+    """Per-record analytical costs (memexp.costs.report) from the loaded backbone's own shapes; each
+    record stores {"error": ...} instead when they cannot be computed."""
+    from memexp.backbones.shapes import loaded_shapes
+    from memexp.costs.report import record_costs
+
+    try:
+        shapes = loaded_shapes(backbone, cfg.backbone)
+    except Exception as e:  # accounting must never cost a result
+        error = f"{type(e).__name__}: {e}"
+        return lambda tokens, stats: {"error": error}
+
+    def fn(tokens: dict, stats: dict):
+        try:
+            return record_costs(shapes, cfg.method, tokens, stats)
+        except Exception as e:  # accounting must never cost a result
+            return {"error": f"{type(e).__name__}: {e}"}
+
+    return fn
