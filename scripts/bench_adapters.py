@@ -57,7 +57,7 @@ def time_toggle(adapters, toggles: int) -> float:
 def time_method(backbone, adapter: str, ids: list[int], question_text: str, new_tokens: int, repeats: int,
                 toggles: int) -> tuple[float, float, int]:
     """(median NB-LoRA answer seconds, median seconds of one switch on + off, replay tokens)."""
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
     from memexp.core.types import Question
     from memexp.methods import build_method
 

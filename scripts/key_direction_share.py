@@ -37,7 +37,7 @@ def mean_direction_share(vectors: torch.Tensor) -> float:
 def main() -> None:
     from memexp.backbones import load_backbone
     from memexp.benchmarks import build_benchmark
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, default=ASSETS_DIR / "tiny_gdn_words")

@@ -145,7 +145,7 @@ def asked_rank(scores: torch.Tensor, asked: int) -> tuple[torch.Tensor, torch.Te
 def measure(checkpoint: Path, layer: int, seed: int, samples: int) -> None:
     from memexp.backbones import load_backbone
     from memexp.benchmarks import build_benchmark
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
 
     cfg = load_config(["experiment=tiny_gdn_words_lengths", "method=plain", f"bench.seed={seed}",
                        "bench.lengths=[1024]", f"bench.num_samples={samples}", "bench.tasks=[niah_multikey_1]",

@@ -4,13 +4,13 @@
     python scripts/latency.py inputs=synthetic                  # no essay data needed
     python scripts/latency.py backbone=gdn lengths=4096,65536,1048576 bench.essay_path=PaulGrahamEssays.json
 
-Arguments are those of `python -m memexp latency` (see memexp/costs/latency.py).
+Arguments are those of `python -m memexp latency` (see memexp/run/latency.py).
 """
 
 import sys
 
+from memexp.cli.latency import main
 from memexp.core.schema import ConfigError
-from memexp.costs.latency import main
 
 if __name__ == "__main__":
     try:

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from memexp.backbones import load_backbone
 from memexp.backbones.base import as_ids
 from memexp.benchmarks import build_benchmark
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.kernels import routing
 from memexp.methods import build_method
 from memexp.methods.notebank.features import ChunkFeatures

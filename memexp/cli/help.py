@@ -16,7 +16,7 @@ def _options(rows: list[tuple[str, str]]) -> str:
 
 
 def _groups() -> str:
-    from memexp.cli.app import GROUPS, group_options
+    from memexp.core.compose import GROUPS, group_options
 
     return "\n".join(f"  {g}: {', '.join(group_options(g))}" for g in GROUPS if g != "hydra/launcher")
 

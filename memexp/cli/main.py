@@ -33,7 +33,7 @@ COMPLETION_FLAGS = ("-sc", "--shell-completion")
 
 
 def _ls(argv: list[str]) -> int:
-    from memexp.cli.app import GROUPS, group_options
+    from memexp.core.compose import GROUPS, group_options
     from memexp.core.registry import RECIPES
     from memexp.core.schema import ConfigError
 
@@ -73,8 +73,8 @@ def _pop_int(argv: list[str], key: str, default: int | None) -> int | None:
 def _cost(argv: list[str]) -> int:
     import json
 
-    from memexp.cli.app import load_config
     from memexp.cli.help import reject_flags
+    from memexp.core.compose import load_config
     from memexp.costs.report import PAPER_OUTPUT_TOKENS, PAPER_QUESTION_TOKENS, cost_report, format_cost_table
 
     as_json = _pop_flag(argv, "--json")
@@ -90,15 +90,15 @@ def _cost(argv: list[str]) -> int:
 
 
 def _latency(argv: list[str]) -> int:
-    from memexp.costs.latency import main as latency_main
+    from memexp.cli.latency import main as latency_main
 
     return latency_main(argv)
 
 
 def _data(argv: list[str]) -> int:
-    from memexp.cli.app import load_config
     from memexp.cli.data import download
     from memexp.cli.help import reject_flags
+    from memexp.core.compose import load_config
     from memexp.core.paths import rebase_cache, use_root
     from memexp.run.checks import check_cache_writable
 

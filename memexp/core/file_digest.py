@@ -15,6 +15,9 @@ one moves), and hashed afresh until then.
 The cache is a folder beside the Hugging Face cache (`$HF_HOME/../memexp/fingerprints`, by
 default ~/.cache/memexp/fingerprints), one small JSON file per entry; a cache that cannot be
 read or written costs only time, never a result.
+
+A file's, folder's or checkpoint's fingerprint (the run identity's and a read adapter's) is built
+from these digests below.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 CACHED_FROM_BYTES = 16 * 2**20  # smaller files are hashed on every run (milliseconds)
 SETTLED_NS = 2 * 10**9
@@ -88,3 +92,40 @@ def _store(entry: Path, value: dict) -> None:
         atomic_write(entry, json.dumps(value) + "\n")
     except OSError:
         pass  # a read-only or full home: the next run hashes again
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
+
+
+def file_fingerprint(path: Path) -> dict[str, Any]:
+    """{"size", "sha256"} of one file, every byte of it (memexp.core.file_digest caches large ones)."""
+    return {"size": path.stat().st_size, "sha256": file_sha256(path)}
+
+
+def path_fingerprint(path: Path) -> dict[str, Any]:
+    """A file's fingerprint, or a directory's: its files (hidden ones left out: caches, markers) by
+    relative name, sorted, so the same content anywhere gives the same fingerprint."""
+    path = path.expanduser()
+    if path.is_file():
+        return {"file": path.name, **file_fingerprint(path)}
+    return {"dir": {str(p.relative_to(path)): file_fingerprint(p) for p in _visible_files(path)}}
+
+
+def _visible_files(root: Path) -> list[Path]:
+    """The files under `root`, sorted, hidden ones (and those in hidden folders) left out."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and not any(
+        part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def weights_fingerprint(pretrained: str | None) -> str | None:
+    """One hash of a local checkpoint's weight files (by relative name and `file_fingerprint`;
+    config and tokenizer files left out), or None for a hub id or a random init. Read adapters
+    record it: the same shape with other weights is another model (memexp.methods.read_adapter)."""
+    if not pretrained or not Path(pretrained).expanduser().is_dir():
+        return None
+    root = Path(pretrained).expanduser()
+    files = [p for p in _visible_files(root) if p.suffix in WEIGHT_SUFFIXES]
+    if not files:
+        return None
+    prints = {str(p.relative_to(root)): file_fingerprint(p) for p in files}
+    return hashlib.sha256(json.dumps(prints, sort_keys=True).encode()).hexdigest()[:16]

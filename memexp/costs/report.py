@@ -15,14 +15,12 @@ persistent storage (Eqs. 17-20) follow; `cost_report` assembles them for a run c
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 from memexp.backbones.shapes import BackboneShapes, shapes_for
 from memexp.core.registry import METHODS
 from memexp.core.schema import ConfigError, MethodConfig, RunConfig
-from memexp.methods.notebank.config import NoteBankConfig
+from memexp.costs.method import Counts, MethodCosts, method_costs
 
 MIB = 2**20
 GIB = 2**30
@@ -61,72 +59,14 @@ def plain_flops(shapes: BackboneShapes, context: int, question: int, output: int
         0, steps, shapes.window)
 
 
-def notebank_channels(shapes: BackboneShapes, nb: NoteBankConfig) -> int:
-    """J: the channels NoteBank writes and addresses with, all of the backbone's or those of
-    `method.layers` (every recurrent layer has the same number of channels)."""
-    if nb.layers is None or not shapes.channel_layers:
-        return shapes.channels
-    return shapes.channels // len(shapes.channel_layers) * len(nb.layers)
 
 
-def _layers_entry(shapes: BackboneShapes, nb: NoteBankConfig) -> dict:
-    """`method.layers` and the channels J it leaves, in the cost report only when set (so the
-    report of every other run stays as it was)."""
-    return {} if nb.layers is None else {"layers": nb.layers, "J": notebank_channels(shapes, nb)}
 
 
-def notebank_added_flops(shapes: BackboneShapes, nb: NoteBankConfig, context: int, question: float, replay: float,
-                         notes: float, output: int, probe: float | None = None) -> dict[str, float]:
-    """Eqs. 13-15: F_NB - F_Plain = F_write + F_route + (|Q| + |R|) f_phi.
-
-    write:  6 T J d_k + 4 ceil(T/C) J d_k + 2 T J + 6 (C + tail) floor(T/C)   (Eq. 14)
-    route:  2 |Q| N_T J d_rho + 3 (|Q| + N_T) J d_rho                           (Eq. 15)
-    probe, replay: |Q| f_phi and |R| f_phi, the question match and the replayed notes.
-    attention: for hybrid / attention backbones, the keys the probe, the replay and the
-    question and answer shifted behind the replay attend to (these do not cancel, App. C.6).
-    An empty archive costs the writing only. Eq. 14 is the paper's bound for W = 2, used for
-    W = 1 too. `probe` is the probed question length (default |Q| for the native router, 0
-    for the others, which do not probe); routing is counted for the native router only (Eq. 15).
-    """
-    J, d_k, C = notebank_channels(shapes, nb), shapes.d_k, nb.chunk_size
-    if J == 0:
-        raise ValueError(f"NoteBank needs recurrent channels; backbone arch {shapes.arch!r} has none")
-    write = (6 * context * J * d_k + 4 * math.ceil(context / C) * J * d_k + 2 * context * J
-             + 6 * (C + nb.tail) * (context // C))
-    out = {"write": float(write), "route": 0.0, "probe": 0.0, "replay": 0.0, "attention": 0.0}
-    if notes > 0:
-        d_rho = min(nb.address_dim or d_k, d_k)
-        if probe is None:
-            probe = question if nb.router == "native" else 0.0
-        if nb.router == "native":
-            out["route"] = 2 * probe * notes * J * d_rho + 3 * (probe + notes) * J * d_rho
-        out["probe"] = probe * shapes.flops_token
-        out["replay"] = replay * shapes.flops_token
-        if shapes.flops_key:
-            q, r = round(question), round(replay)
-            answer = q + max(output, 1) - 1
-            pairs = (key_pairs(context, round(probe), shapes.window)
-                     + key_pairs(context, r + answer, shapes.window) - key_pairs(context, answer, shapes.window))
-            out["attention"] = shapes.flops_key * pairs
-    out["total"] = sum(out.values())
-    return out
 
 
-def notebank_helper_bytes(shapes: BackboneShapes, nb: NoteBankConfig) -> int:
-    """memexp NoteBank's resident helper: the fixed coordinate selection, [J, d_rho] int64
-    (none with identity addresses, address_dim=null)."""
-    return 0 if nb.address_dim is None else notebank_channels(shapes, nb) * min(nb.address_dim, shapes.d_k) * 8
 
 
-def notebank_storage(shapes: BackboneShapes, nb: NoteBankConfig, notes: float, archived_tokens: float,
-                     helper_bytes: float | None = None) -> dict[str, float]:
-    """Eq. 19 plus helpers: bf16 addresses 2 N_T J d_rho and resident helper tensors on the
-    device; int32 token ids 4 U and three uint64 per note (chunk, start, end) 24 N_T on the
-    host. `helper_bytes` defaults to `notebank_helper_bytes`."""
-    d_rho = min(nb.address_dim or shapes.d_k, shapes.d_k)
-    helpers = notebank_helper_bytes(shapes, nb) if helper_bytes is None else helper_bytes
-    return {"device_addresses": 2.0 * notes * notebank_channels(shapes, nb) * d_rho, "device_helpers": float(helpers),
-            "host_token_ids": 4.0 * archived_tokens, "host_metadata": 24.0 * notes}
 
 
 def mha_kv_cache_bytes(layers: int, hidden_size: int, length: int, dtype_bytes: int = 2) -> int:
@@ -136,93 +76,31 @@ def mha_kv_cache_bytes(layers: int, hidden_size: int, length: int, dtype_bytes: 
 
 
 
-# Titan-Llama (Pan & Behrouz): the memory's analytical FLOPs and state bytes
 
 
-def segment_pairs(count: int, segment: int) -> int:
-    """(query, key) pairs when `count` tokens from position 0 attend within absolute segments of
-    `segment` tokens: the token at p sees p - segment * floor(p / segment) + 1 keys."""
-    full, rest = divmod(count, segment)
-    return full * segment * (segment + 1) // 2 + rest * (rest + 1) // 2
-
-
-def titan_costs(conf, titan, tokens: int, dtype_bytes: int) -> dict[str, Any]:
-    """FLOPs and state bytes Titan adds to (or saves from) full attention over `tokens` positions
-    (context, question and generated), for an attention config `conf` (H query heads, Hkv KV heads,
-    head size d, hidden D) and a TitanConfig (k converted layers, segment W).
-
-    Per memory layer: read 3 x 2 d^2 per query head and token (M(q), three d x d products); gate
-    2 D H d per token; theta 2 Hkv d Hkv per token, eta and alpha 2 x 2 Hkv d Hkv per complete
-    chunk; inner gradient 16 d^2 per KV head and written token (forward 3 x 2 d^2, backward
-    3 x 2 d^2 for the weight gradients and 2 x 2 d^2 through W3 and W2); momentum and decay
-    (2 + 4) x 3 d^2 per KV head and chunk; value mixer 2 D Hkv per token in Titan layers after the
-    first. Attention in the converted layers sees its segment only: 4 H d per pair fewer.
-    State: per memory layer fast weights, momentum and batch anchor, 3 x 3 Hkv d^2 fp32, and the
-    incomplete chunk's keys and values, 2 Hkv d r fp32 (r = tokens mod W); every converted layer
-    keeps its segment's KV (r tokens, compute dtype) instead of all `tokens`.
-    """
-    H, Hk, d, D = conf.num_attention_heads, conf.kv_heads, conf.dim_per_head, conf.hidden_size
-    W, L = titan.segment_length, conf.num_hidden_layers
-    converted = L if titan.local_later_layers else titan.layers
-    memories = titan.layers if titan.memory else 0
-    chunks, r = divmod(tokens, W)
-    per_layer = {"read": 6.0 * H * d * d * tokens, "gate": 2.0 * D * H * d * tokens,
-                 "rates": 2.0 * Hk * d * Hk * tokens + 4.0 * Hk * d * Hk * chunks,
-                 "write": 16.0 * d * d * Hk * W * chunks, "update": 18.0 * d * d * Hk * chunks}
-    flops = {k: v * memories for k, v in per_layer.items()}
-    mixers = max(converted - 1, 0) if titan.value_residual else 0
-    flops["value_mix"] = 2.0 * D * Hk * tokens * mixers if titan.memory else 0.0
-    flops["attention_saved"] = -4.0 * H * d * converted * (key_pairs(0, tokens) - segment_pairs(tokens, W))
-    flops["total"] = sum(flops.values())
-    kv_token = 2 * Hk * d * dtype_bytes
-    state = {"memory_weights": 4 * 9 * Hk * d * d * memories if chunks else 0,
-             "pending_chunk": 4 * 2 * Hk * d * r * memories, "segment_kv": kv_token * r * converted,
-             "full_kv": kv_token * tokens * (L - converted)}
-    state["total"] = sum(state.values())
-    return {"flops": flops, "state_bytes": state, "full_attention_kv_bytes": kv_token * tokens * L}
 
 
 # Reports
 
 
-@dataclass(frozen=True)
-class _Counts:
-    context: int
-    question: float
-    output: int
-    replay: float
-    notes: float
-    archived: float
-    probe: float | None
-    assumed: tuple[str, ...]
 
 
-def _counts(nb: NoteBankConfig | None, context: int, question: float, output: int, replay: float | None,
-            notes: float | None, archived: float | None, probe: float | None = None) -> _Counts:
-    """Fill unrecorded NoteBank counts with their bounds: W notes per chunk, full-length
-    notes (B tokens), R notes replayed in full (|R| <= R B)."""
-    assumed = []
-    if nb is None:
-        return _Counts(context, question, output, 0.0, 0.0, 0.0, None, ())
-    if notes is None:
-        notes = nb.write_budget * math.ceil(context / nb.chunk_size)
-        assumed.append("notes = W * ceil(T / C)")
-    if archived is None:
-        archived = notes * nb.span_budget
-        assumed.append("archived tokens = notes * B")
-    if replay is None:
-        replay = min(nb.replay_budget, notes) * nb.span_budget
-        assumed.append("replay tokens = R * B")
-    return _Counts(context, question, output, float(replay), float(notes), float(archived), probe, tuple(assumed))
 
 
-def _costs(shapes: BackboneShapes, nb: NoteBankConfig | None, n: _Counts, helper_bytes: float | None) -> dict:
+def _counts(model: MethodCosts | None, cfg: Any, context: int, question: float, output: int, replay: float | None,
+            notes: float | None, archived: float | None, probe: float | None = None) -> Counts:
+    if model is None:
+        return Counts(context, question, output)
+    return model.counts(cfg, context, question, output, replay, notes, archived, probe)
+
+
+def _costs(shapes: BackboneShapes, model: MethodCosts | None, cfg: Any, n: Counts, helper_bytes: float | None) -> dict:
     plain = plain_flops(shapes, n.context, n.question, n.output)
     state = {"recurrent": shapes.recurrent_bytes, "conv": shapes.conv_bytes,
              "kv": shapes.kv_bytes_per_token * (n.context + n.question if shapes.window is None
                                                 else min(n.context + n.question, shapes.window))}
-    added = notebank_added_flops(shapes, nb, n.context, n.question, n.replay, n.notes, n.output, n.probe) if nb else None
-    archive = notebank_storage(shapes, nb, n.notes, n.archived, helper_bytes) if nb else {}
+    added = model.added_flops(shapes, cfg, n) if model else None
+    archive = model.archive_bytes(shapes, cfg, n, helper_bytes) if model else {}
     total = sum(state.values()) + sum(archive.values())
     mha = mha_kv_cache_bytes(shapes.layers, shapes.hidden_size, n.context + n.question, shapes.dtype_bytes)
     return {
@@ -258,36 +136,25 @@ def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QU
     _check_counts(length=length, question_tokens=question_tokens, output_tokens=output_tokens,
                   replay_tokens=replay_tokens, notes=notes, archived_tokens=archived_tokens, helper_bytes=helper_bytes)
     shapes = shapes_for(run_cfg.backbone)
-    nb = run_cfg.method if isinstance(run_cfg.method, NoteBankConfig) else None
-    n = _counts(nb, length, question_tokens, output_tokens, replay_tokens, notes, archived_tokens)
+    model = method_costs(run_cfg.method.name)
+    n = _counts(model, run_cfg.method, length, question_tokens, output_tokens, replay_tokens, notes, archived_tokens)
     report = {
         "backbone": {"name": run_cfg.backbone.name, "arch": shapes.arch, "source": shapes.source,
                      "layers": shapes.layers, "hidden_size": shapes.hidden_size, "vocab_size": shapes.vocab_size,
                      "channels": shapes.channels, "d_k": shapes.d_k, "window": shapes.window,
                      "dtype_bytes": shapes.dtype_bytes},
-        "method": {"name": run_cfg.method.name, **({"C": nb.chunk_size, "W": nb.write_budget, "B": nb.span_budget,
-                                                    "R": nb.replay_budget, "d_rho": nb.address_dim,
-                                                    "tail": nb.tail, **_layers_entry(shapes, nb)} if nb else {})},
+        "method": {"name": run_cfg.method.name, **(model.describe(shapes, run_cfg.method) if model else {})},
         "inputs": {"context": n.context, "question": n.question, "output": n.output, "replay": n.replay,
                    "notes": n.notes, "archived": n.archived, "assumed": list(n.assumed)},
     }
-    from memexp.methods.titan.config import TitanConfig
-
-    if isinstance(run_cfg.method, TitanConfig):
-        report["titan"] = titan_costs(_attention_config(run_cfg), run_cfg.method, length + question_tokens +
-                                      max(output_tokens, 1) - 1, shapes.dtype_bytes)
-    elif nb is None and METHODS.get(run_cfg.method.name).meta.get("adds_flops") is not False:
+    sections = model.sections(run_cfg, shapes, n) if model else {}
+    report.update(sections)
+    modelled = model is not None and model.models_added_flops
+    if not sections and not modelled and METHODS.get(run_cfg.method.name).meta.get("adds_flops") is not False:
         report["note"] = f"added FLOPs of method {run_cfg.method.name!r} are not modelled; Plain figures only"
-    return {**report, **_costs(shapes, nb, n, helper_bytes)}
+    return {**report, **_costs(shapes, model, run_cfg.method, n, helper_bytes)}
 
 
-def _attention_config(run_cfg: RunConfig):
-    """The backbone's AttentionConfig without weights (Titan's costs need its head shapes)."""
-    from memexp.backbones.attention.model import AttentionConfig
-    from memexp.backbones.shapes import config_fields
-
-    fields, source = config_fields(run_cfg.backbone)
-    return AttentionConfig.from_dict(fields, strict=run_cfg.backbone.pretrained is None, where=source)
 
 
 def record_costs(shapes: BackboneShapes, method: MethodConfig | None, tokens: dict,
@@ -308,14 +175,16 @@ def record_costs(shapes: BackboneShapes, method: MethodConfig | None, tokens: di
     added_flops = added_flops_ratio = None (not modelled).
     """
     stats = stats or {}
-    nb = method if isinstance(method, NoteBankConfig) else None
-    # Plain's reading (Plain, clean start) adds nothing; other methods are modelled only for NoteBank
-    modelled = nb is not None or method is None or METHODS.get(method.name).meta.get("adds_flops") is False
+    model = method_costs(method.name) if method is not None else None
+    # Plain's reading (Plain, clean start) adds nothing; other methods are modelled when their cost
+    # model models their added FLOPs (NoteBank's)
+    modelled = method is None or (model is not None and model.models_added_flops) \
+        or METHODS.get(method.name).meta.get("adds_flops") is False
     notes = tokens.get("notes", stats.get("notes"))
     archived = tokens.get("archived", stats.get("archived_tokens"))
-    n = _counts(nb, int(tokens["context"]), tokens.get("question", 0), int(tokens.get("generated", 0)),
+    n = _counts(model, method, int(tokens["context"]), tokens.get("question", 0), int(tokens.get("generated", 0)),
                 tokens.get("replay"), notes, archived, tokens.get("probe"))
-    c = _costs(shapes, nb, n, stats.get("address_index_bytes"))
+    c = _costs(shapes, model, method, n, stats.get("address_index_bytes"))
     added = c["flops"]["added"]["total"] if c["flops"]["added"] else 0.0
     return {
         "plain_flops": c["flops"]["plain"],
@@ -329,14 +198,14 @@ def record_costs(shapes: BackboneShapes, method: MethodConfig | None, tokens: di
     }
 
 
-def _flops(x: float) -> str:
+def format_flops(x: float) -> str:
     for unit, scale in (("TFLOPs", 1e12), ("GFLOPs", 1e9), ("MFLOPs", 1e6)):
         if abs(x) >= scale:
             return f"{x / scale:,.4g} {unit}"
     return f"{x:,.0f} FLOPs"
 
 
-def _bytes(x: float) -> str:
+def format_bytes(x: float) -> str:
     if abs(x) >= GIB:
         return f"{x / GIB:,.4g} GiB"
     return f"{x / MIB:,.4g} MiB"
@@ -359,31 +228,29 @@ def format_cost_table(report: dict[str, Any]) -> str:
     ]
     if f["attention_per_key"]:
         rows.append(("attention FLOPs / (query, key)", f"{f['attention_per_key']:.4e}"))
-    rows.append(("Plain FLOPs (Eq. 12)", _flops(f["plain"])))
+    rows.append(("Plain FLOPs (Eq. 12)", format_flops(f["plain"])))
     if f["added"]:
         for part in ("write", "route", "probe", "replay", "attention"):
             if f["added"][part]:
-                rows.append((f"  added: {part}", _flops(f["added"][part])))
-        rows.append(("added FLOPs (Eq. 13)", _flops(f["added"]["total"])))
+                rows.append((f"  added: {part}", format_flops(f["added"][part])))
+        rows.append(("added FLOPs (Eq. 13)", format_flops(f["added"]["total"])))
         rows.append(("added FLOPs ratio (Eq. 16)", f"{f['added_ratio_percent']:.4f} %"))
-    rows += [("", ""), ("recurrent state", _bytes(s["state"]["recurrent"])), ("conv state", _bytes(s["state"]["conv"]))]
+    rows += [("", ""), ("recurrent state", format_bytes(s["state"]["recurrent"])), ("conv state", format_bytes(s["state"]["conv"]))]
     if s["state"]["kv"]:
-        rows.append(("KV cache", _bytes(s["state"]["kv"])))
+        rows.append(("KV cache", format_bytes(s["state"]["kv"])))
     a = s["archive"]
     if a:
-        rows += [("note addresses (device)", _bytes(a["device_addresses"])),
-                 ("helper tensors (device)", _bytes(a["device_helpers"])),
-                 ("  device archive total", _bytes(a["device_addresses"] + a["device_helpers"])),
-                 ("token ids + span metadata (host)", _bytes(a["host_token_ids"] + a["host_metadata"]))]
-    rows += [("persistent storage (Eq. 20)", _bytes(s["total"])),
-             ("matched full-MHA KV cache (Eq. 17)", _bytes(s["mha_kv_cache"]))]
+        rows += [("note addresses (device)", format_bytes(a["device_addresses"])),
+                 ("helper tensors (device)", format_bytes(a["device_helpers"])),
+                 ("  device archive total", format_bytes(a["device_addresses"] + a["device_helpers"])),
+                 ("token ids + span metadata (host)", format_bytes(a["host_token_ids"] + a["host_metadata"]))]
+    rows += [("persistent storage (Eq. 20)", format_bytes(s["total"])),
+             ("matched full-MHA KV cache (Eq. 17)", format_bytes(s["mha_kv_cache"]))]
     if s["mha_over_total"]:
         rows.append(("MHA cache / persistent storage", f"{s['mha_over_total']:,.0f} x"))
-    if "titan" in report:
-        t = report["titan"]
-        rows += [("", "")] + [(f"Titan FLOPs: {k}", _flops(v)) for k, v in t["flops"].items()]
-        rows += [(f"Titan state: {k}", _bytes(v)) for k, v in t["state_bytes"].items()]
-        rows.append(("full-attention KV cache", _bytes(t["full_attention_kv_bytes"])))
+    model = method_costs(report["method"]["name"])
+    if model is not None:
+        rows += model.table_rows(report)
     if i["assumed"]:
         rows.append(("bounds used", "; ".join(i["assumed"])))
     if "note" in report:

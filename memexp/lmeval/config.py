@@ -2,7 +2,7 @@
 
 ``backbone=``, ``method=`` and dotted ``backbone.*`` / ``method.*`` fields (and ``kernels``,
 ``threads``, ``output_dir``, ``progress``) are memexp overrides, composed and validated by
-``memexp.cli.app.load_config`` before any model loads. The model's own arguments are
+``memexp.core.compose.load_config`` before any model loads. The model's own arguments are
 ``LmEvalArgs``'s fields. lm-eval adds ``batch_size``, ``max_batch_size`` and ``device``
 itself: memexp answers one request at a time and places the model by ``backbone.device``.
 """
@@ -66,7 +66,7 @@ def parse_model_args(model_args: dict[str, Any]) -> tuple[list[str], LmEvalArgs]
 
 def load(model_args: dict[str, Any]) -> tuple[RunConfig, LmEvalArgs]:
     """The validated memexp config and the model's arguments; loads no model."""
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
 
     overrides, args = parse_model_args(model_args)
     return load_config(overrides), args

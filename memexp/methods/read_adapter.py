@@ -90,7 +90,7 @@ def check_backbone(adapter: Optional[str], backbone_cfg: Any) -> None:
     checkpoint on its weights, when the adapter records them (ConfigError)."""
     if adapter is None:
         return
-    from memexp.run.identity import weights_fingerprint
+    from memexp.core.file_digest import weights_fingerprint
 
     meta = read_meta(adapter)
     why = mismatch(meta, backbone_cfg.name, backbone_cfg.arch, _local_shape(backbone_cfg))

@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 from memexp.report.paper import PaperTable, load, resolve
-from memexp.report.runs import Cell, Run, by_bench, find_runs
 from memexp.report.tables import Table, bench_tables, length_table, sweeps
+from memexp.results.runs import Cell, Run, by_bench, find_runs
 
 __all__ = ["comparison", "find_runs", "render", "main", "write_report"]
 

@@ -17,10 +17,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-from memexp.report import labels as lb
 from memexp.report.paper import PaperTable
-from memexp.report.runs import Cell, Run, added_flops_percent
 from memexp.report.tables import INCOMPLETE, Sweep, Table, ordered
+from memexp.results import labels as lb
+from memexp.results.runs import Cell, Run, added_flops_percent
 from memexp.results.stats import wilson
 
 

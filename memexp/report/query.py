@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from memexp.report.runs import Cell
 from memexp.report.tables import Table, ordered
+from memexp.results.runs import Cell
 from memexp.results.stats import ALL, NEVER_POOLED, group_keys, summarize
 
 _FIELD = re.compile(r"\{([^{}]+)\}")

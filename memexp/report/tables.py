@@ -9,9 +9,9 @@ import csv
 import io
 from dataclasses import dataclass, field
 
-from memexp.report import labels as lb
 from memexp.report.paper import PaperTable
-from memexp.report.runs import Cell, Run
+from memexp.results import labels as lb
+from memexp.results.runs import Cell, Run
 from memexp.run.records import _length_order
 
 INCOMPLETE = " (incomplete)"

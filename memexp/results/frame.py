@@ -1,6 +1,6 @@
 """Run folders as one tidy DataFrame: a row per question, a column per config field.
 
-Runs are found as `memexp report` finds them (memexp.report.runs: run folders, folders above
+Runs are found as `memexp report` finds them (memexp.results.runs: run folders, folders above
 them, sweep folders; shards of one configuration merged). A row holds the run (`run`: its
 folder's name, `run_path`, `complete`), every field of its config.yaml dotted
 (`method.replay_budget`; lists and dicts as JSON text), `task_set` (the tasks the run covers,
@@ -102,7 +102,7 @@ def select(runs: list, where: str | Sequence[str] | None) -> list[tuple[Any, dic
 def load_runs(paths: str | Path | Sequence[str | Path], where: str | Sequence[str] | None = None) -> pd.DataFrame:
     """Every question of every run under `paths` whose config satisfies `where`
     (`"method.name=notebank"`, `["method.router!=oracle", "bench.name=ruler"]`), one row each."""
-    from memexp.report.runs import find_runs
+    from memexp.results.runs import find_runs
 
     roots = [paths] if isinstance(paths, (str, Path)) else list(paths)
     return frame(select(find_runs([Path(p).expanduser() for p in roots]), where))

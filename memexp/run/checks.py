@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from memexp.core.registry import METHODS, load_object
 from memexp.core.schema import ConfigError, RunConfig
 from memexp.methods.read_adapter import check_backbone
 
@@ -48,13 +49,11 @@ def check_model_config(cfg: RunConfig) -> None:
 
 
 def check_method_layers(cfg: RunConfig) -> None:
-    """method.layers names recurrent layers of this backbone, read from its config (no weights)."""
-    from memexp.backbones.shapes import shapes_for
-    from memexp.methods.notebank.config import NoteBankConfig, check_layers_present
-
-    if isinstance(cfg.method, NoteBankConfig) and cfg.method.layers is not None:
-        check_layers_present(cfg.method.layers, shapes_for(cfg.backbone).channel_layers,
-                             f"backbone={cfg.backbone.name}")
+    """The method's own check of the backbone's shapes, read from its config (no weights), when it
+    registered one (`backbone_check`: NoteBank's method.layers names recurrent layers of this backbone)."""
+    check = METHODS.get(cfg.method.name).meta.get("backbone_check")
+    if check is not None:
+        load_object(check)(cfg.method, cfg.backbone)
 
 
 def _cuda() -> bool:

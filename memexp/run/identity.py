@@ -32,8 +32,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from memexp.core.file_digest import path_fingerprint
+
 IDENTITY_VERSION = 1  # bump when the key's recipe changes (every folder name changes with it)
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
 
 # Fields that change how a run is watched, scheduled or where it writes, not what it computes.
 NOT_IN_KEY = ("logger", "progress", "threads", "output_dir", "max_examples", "kernels", "wait_for_lock",
@@ -53,40 +54,12 @@ METHOD_FIELDS_ADDED = (("adapter", None), ("layers", None), ("router_model", "BA
                       ("write_tail", False), ("memory_dtype", "float32"))
 
 
-def file_fingerprint(path: Path) -> dict[str, Any]:
-    """{"size", "sha256"} of one file, every byte of it (memexp.core.file_digest caches large ones)."""
-    from memexp.core.file_digest import file_sha256
-
-    return {"size": path.stat().st_size, "sha256": file_sha256(path)}
 
 
-def path_fingerprint(path: Path) -> dict[str, Any]:
-    """A file's fingerprint, or a directory's: its files (hidden ones left out: caches, markers) by
-    relative name, sorted, so the same content anywhere gives the same fingerprint."""
-    path = path.expanduser()
-    if path.is_file():
-        return {"file": path.name, **file_fingerprint(path)}
-    return {"dir": {str(p.relative_to(path)): file_fingerprint(p) for p in _visible_files(path)}}
 
 
-def _visible_files(root: Path) -> list[Path]:
-    """The files under `root`, sorted, hidden ones (and those in hidden folders) left out."""
-    return sorted(p for p in root.rglob("*") if p.is_file() and not any(
-        part.startswith(".") for part in p.relative_to(root).parts))
 
 
-def weights_fingerprint(pretrained: str | None) -> str | None:
-    """One hash of a local checkpoint's weight files (by relative name and `file_fingerprint`;
-    config and tokenizer files left out), or None for a hub id or a random init. Read adapters
-    record it: the same shape with other weights is another model (memexp.methods.read_adapter)."""
-    if not pretrained or not Path(pretrained).expanduser().is_dir():
-        return None
-    root = Path(pretrained).expanduser()
-    files = [p for p in _visible_files(root) if p.suffix in WEIGHT_SUFFIXES]
-    if not files:
-        return None
-    prints = {str(p.relative_to(root)): file_fingerprint(p) for p in files}
-    return hashlib.sha256(json.dumps(prints, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _looks_like_hub_id(value: str) -> bool:

@@ -331,10 +331,10 @@ def cmd_notebank(s: Setup, args) -> int:
     (order alternated), wall time and torch.cuda.max_memory_allocated (weights included). A length
     whose predicted cost (from the previous length's time per token) exceeds what is left of
     `--budget` is skipped and says so."""
-    from memexp.costs.latency import PeakMemory, run_once, synthetic_inputs
     from memexp.methods import build_method
     from memexp.methods.notebank.config import NoteBankConfig
     from memexp.methods.plain.config import PlainConfig
+    from memexp.run.latency import PeakMemory, run_once, synthetic_inputs
 
     model = s.pick(KNOWN_CONFIGS[GDN].fields, SMOKE["gdn"])
     bb = backbone("gdn", model, s.device.type, "bfloat16", prefill_chunk=args.prefill_chunk)

@@ -62,7 +62,7 @@ def test_generation_is_deterministic_and_copies_a_needle():
 
 
 def test_its_notebank_runs_are_training_free_with_the_native_router_and_the_essay_stand_in():
-    from memexp.cli.app import compose
+    from memexp.core.compose import compose
 
     cfg = compose(["backbone=tiny_gdn_words"])
     assert cfg.method.name == "notebank" and cfg.method.router == "native"

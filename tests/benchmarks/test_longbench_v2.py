@@ -106,7 +106,7 @@ def test_truncate_mode_reserves_nothing_and_skips_nothing(tmp_path):
 
 def test_skipped_examples_are_listed_in_the_summary_not_scored(tmp_path):
     import memexp.run.runner as runner
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
 
     path = write(tmp_path / "data.json", [record(0, context="x" * 1000), record(1), record(2, context="y" * 900)])
     cfg = load_config(["backbone=tiny_gdn_random", "method=plain", "bench=longbench_v2", f"bench.data_path={path}",

@@ -195,7 +195,7 @@ def test_runs_end_to_end(tmp_path):
 
 def test_a_context_with_k_questions_is_read_once(tmp_path, monkeypatch):
     import memexp.backbones
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
     from memexp.run.runner import run
 
     k = 6

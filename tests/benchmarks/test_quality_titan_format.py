@@ -14,7 +14,7 @@ import json
 import memexp.run.runner as runner
 from memexp.benchmarks.quality.benchmark import Quality, file_name
 from memexp.benchmarks.quality.config import QualityConfig
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.types import Question
 from memexp.methods.plain.method import Plain
 

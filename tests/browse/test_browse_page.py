@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from memexp.cli.app import load_config
 from memexp.cli.main import main as memexp_main
+from memexp.core.compose import load_config
 from memexp.run.runner import run
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memexp.cli.app import load_config
 from memexp.cli.main import COMMANDS, main
+from memexp.core.compose import load_config
 from memexp.core.paths import rebase_cache
 from memexp.run.records import run_folder
 

@@ -10,8 +10,8 @@ import os
 import pytest
 import yaml
 
-from memexp.cli.app import group_options
 from memexp.cli.main import main
+from memexp.core.compose import group_options
 
 PRESETS = group_options("experiment")
 

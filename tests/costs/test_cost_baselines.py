@@ -10,8 +10,8 @@ import pytest
 import memexp
 import memexp.run.runner as runner
 from memexp.benchmarks.base import Benchmark
-from memexp.cli.app import load_config
 from memexp.cli.main import main
+from memexp.core.compose import load_config
 from memexp.core.types import Example, Question
 
 DATA = Path(__file__).parent / "data"

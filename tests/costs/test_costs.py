@@ -19,12 +19,12 @@ from memexp.costs.report import (
     format_cost_table,
     key_pairs,
     mha_kv_cache_bytes,
-    notebank_added_flops,
     plain_flops,
     record_costs,
 )
 from memexp.methods.jrt.config import JRTConfig
 from memexp.methods.notebank.config import NoteBankConfig
+from memexp.methods.notebank.costs import notebank_added_flops
 from memexp.methods.plain.config import PlainConfig
 
 PAPER_GDN = {"hidden_size": 2048, "num_hidden_layers": 24, "num_heads": 8, "head_dim": 256, "expand_v": 1,
@@ -46,7 +46,7 @@ def run_config(backbone: BackboneConfig, method=None) -> RunConfig:
 def gdn_cfg() -> RunConfig:
     """`backbone=gdn method=notebank` as the command line composes it; offline, so the
     shapes come from the built-in table for the paper checkpoint."""
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
 
     return load_config(["backbone=gdn", "method=notebank"])
 
@@ -305,7 +305,7 @@ def test_clean_start_adds_no_flops_and_jrt_is_not_modelled():
     """Clean start reads as Plain does (a rescale costs no FLOPs); JRT's second reading is not
     modelled, so it reports None rather than a number."""
     from memexp.backbones.shapes import shapes_for
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
     from memexp.costs.report import record_costs
 
     tokens = {"context": 1000, "question": 10, "generated": 5}

@@ -5,11 +5,12 @@ import json
 import pytest
 
 from memexp.backbones import load_backbone
-from memexp.costs.latency import LatencyInput, PeakMemory, main, measure_latency, ratio_rows, synthetic_inputs
+from memexp.cli.latency import main
 from memexp.methods import build_method
 from memexp.methods.base import Method
 from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.plain.config import PlainConfig
+from memexp.run.latency import LatencyInput, PeakMemory, measure_latency, ratio_rows, synthetic_inputs
 
 
 @pytest.fixture(scope="module")

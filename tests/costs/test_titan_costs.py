@@ -9,9 +9,10 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from memexp.backbones import load_backbone
-from memexp.cli.app import load_config
-from memexp.costs.report import cost_report, format_cost_table, key_pairs, segment_pairs, titan_costs
+from memexp.core.compose import load_config
+from memexp.costs.report import cost_report, format_cost_table, key_pairs
 from memexp.methods.titan.config import TitanConfig
+from memexp.methods.titan.costs import segment_pairs, titan_costs
 from memexp.methods.titan.retrofit import retrofit
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-import memexp.costs.latency as latency
+import memexp.cli.latency as latency_command
+import memexp.run.latency as latency
 from memexp.methods.titan.layer import TitanLayer
 
 
@@ -18,7 +19,7 @@ def test_titan_layers_times_plain_and_each_conversion_on_its_own_backbone(monkey
         return real(backbone, methods, inputs, new_tokens, repeats)
 
     monkeypatch.setattr(latency, "measure_latency", spy)
-    rc = latency.main(["backbone=tiny_llama_random", "method=titan", "method.segment_length=16", "method.test_batch=32",
+    rc = latency_command.main(["backbone=tiny_llama_random", "method=titan", "method.segment_length=16", "method.test_batch=32",
                        "lengths=40,72", "repeats=1", "new_tokens=2", "inputs=synthetic", "titan_layers=1,2", "--json"])
     assert rc == 0
     # Plain (0 converted layers), then k = 1 and k = 2, each at both lengths

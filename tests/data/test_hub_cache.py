@@ -21,8 +21,8 @@ from memexp.benchmarks.longbench_v2.benchmark import LongBenchV2
 from memexp.benchmarks.longbench_v2.config import LongBenchV2Config
 from memexp.benchmarks.longhealth.benchmark import LongHealth
 from memexp.benchmarks.longhealth.config import LongHealthConfig
-from memexp.benchmarks.memoryagentbench import benchmark as mab
 from memexp.benchmarks.memoryagentbench.benchmark import MemoryAgentBench
+from memexp.benchmarks.memoryagentbench.benchmark import benchmark as mab
 from memexp.benchmarks.memoryagentbench.config import MemoryAgentBenchConfig
 from memexp.benchmarks.quality.benchmark import Quality
 from memexp.benchmarks.quality.config import QualityConfig

@@ -10,7 +10,7 @@ import shutil
 import pytest
 import yaml
 
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.registry import BENCHES
 from memexp.core.schema import ConfigError
 from memexp.run.runner import run

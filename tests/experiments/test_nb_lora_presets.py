@@ -14,7 +14,7 @@ import shlex
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.cli.app import load_config, sweep_jobs
+from memexp.core.compose import load_config, sweep_jobs
 from memexp.core.paths import CONF_DIR
 from memexp.core.schema import ConfigError, without_file_checks
 from memexp.methods.read_adapter import ADAPTER_FILES, META_FILE, check_backbone

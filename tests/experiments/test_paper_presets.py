@@ -16,7 +16,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from memexp.cli.app import group_options, load_config, sweep_jobs
+from memexp.core.compose import group_options, load_config, sweep_jobs
 from memexp.core.paths import CONF_DIR
 from memexp.core.registry import BENCHES, METHODS
 from memexp.core.schema import without_file_checks

@@ -4,7 +4,7 @@ and runs through `python -m memexp run` on the shipped tiny Llama, with InfLLM's
 
 from preset_run import records, run_preset
 
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.methods.infllm.config import InfLLMConfig
 
 PRESET = "tiny_infllm"

@@ -15,7 +15,7 @@ import pytest
 from memexp_cli import ENV, TINY, command, error_lines, memexp
 
 from memexp.benchmarks import datasets, skipped_rows
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.schema import ASSETS_DIR
 from memexp.run.records import format_table, run_folder, summarize
 

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from memexp.cli.app import load_config
 from memexp.core import file_digest
+from memexp.core.compose import load_config
 from memexp.core.schema import ASSETS_DIR
 from memexp.run.identity import run_key
 

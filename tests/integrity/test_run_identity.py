@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.registry import BENCHES
 from memexp.core.schema import ASSETS_DIR
 from memexp.run.identity import hub_fingerprint, run_key

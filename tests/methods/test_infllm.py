@@ -86,7 +86,7 @@ def test_invalid_sizes_are_one_line_errors(fields, message):
 
 
 def test_cli_composes_with_the_official_defaults_and_refuses_a_recurrent_backbone(tmp_path):
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
 
     cfg = load_config(["backbone=llama32_1b", "method=infllm", f"backbone.pretrained={tmp_path}"])
     assert cfg.method == InfLLMConfig()

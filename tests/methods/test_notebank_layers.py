@@ -13,7 +13,7 @@ import pytest
 import torch
 from notebank_toy_backbone import FILLER, ToyBackbone
 
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.schema import ConfigError
 from memexp.core.types import Question
 from memexp.methods.notebank.config import NoteBankConfig
@@ -107,7 +107,7 @@ def test_costs_count_the_named_layers_channels_only():
     """Address storage, 2 N J d_rho bytes (Eq. 19), with J counted on the loaded model's channels."""
     from memexp.backbones import load_backbone
     from memexp.backbones.shapes import shapes_for
-    from memexp.costs.report import notebank_storage
+    from memexp.methods.notebank.costs import notebank_storage
 
     cfg = load_config(["backbone=tiny_gdn_words", "method=notebank", "method.layers=[1,3]", "method.address_dim=16"])
     loaded = load_backbone(cfg.backbone)

@@ -153,8 +153,8 @@ def test_other_weights_of_the_same_shape_stop_before_loading_with_one_line(backb
 
     from safetensors.torch import load_file, save_file
 
+    from memexp.core.file_digest import weights_fingerprint
     from memexp.core.schema import BackboneConfig, asset_path
-    from memexp.run.identity import weights_fingerprint
 
     shipped = asset_path("tiny_gdn")
     copy, changed = tmp_path / "copy", tmp_path / "changed"
@@ -187,7 +187,7 @@ def test_other_shape_stops_at_prepare_with_one_line(backbone, tmp_path):
 
 
 def test_the_adapter_enters_the_run_identity_by_content(backbone, tmp_path):
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
     from memexp.run.identity import run_key
 
     a = make_adapter(backbone, tmp_path / "a", 0.5)
@@ -199,7 +199,7 @@ def test_the_adapter_enters_the_run_identity_by_content(backbone, tmp_path):
 
 
 def test_a_run_with_another_backbones_adapter_stops_in_the_run_checks(backbone, tmp_path):
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
     from memexp.run.checks import check_run
 
     folder = make_adapter(backbone, tmp_path / "a", 0.0)

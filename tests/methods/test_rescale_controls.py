@@ -9,7 +9,7 @@ import torch
 
 from memexp.backbones import load_backbone
 from memexp.backbones.stack import RecurrentState
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.schema import ConfigError
 from memexp.core.types import Question
 from memexp.methods import build_method

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memexp.backbones.shapes import shapes_for
 from memexp.benchmarks import build_benchmark
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.types import Record
 from memexp.costs.report import record_costs
 from memexp.run.records import RunFolder, run_folder, summarize

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from memexp.report import figures as fg
-from memexp.report.runs import added_flops_percent, find_runs
+from memexp.results.runs import added_flops_percent, find_runs
 
 RULER = ["bench=ruler", "bench.tasks=[niah_single_1]", "bench.lengths=[512,1024]"]
 

@@ -48,7 +48,7 @@ def test_two_plain_runs_that_differ_only_in_lengths_are_two_labelled_rows(tmp_pa
 
 def test_labels_name_what_differs_and_not_where_files_were_written():
     """A multirun job and a single run record `paths` differently ("/abs" vs "."): not a difference."""
-    from memexp.report.labels import labels
+    from memexp.results.labels import labels
 
     def config(router, root):
         return {"backbone": {"name": "b"}, "method": {"name": "notebank", "router": router}, "bench": {"name": "ruler"},
@@ -61,7 +61,7 @@ def test_labels_name_what_differs_and_not_where_files_were_written():
 def test_an_adapter_under_memexps_assets_is_labelled_by_its_asset_name_on_any_machine():
     """Two machines installed memexp in different folders: the same shipped adapter reads the same,
     and a folder outside the assets keeps its path."""
-    from memexp.report.labels import labels
+    from memexp.results.labels import labels
 
     def config(adapter):
         return {"backbone": {"name": "b"}, "method": {"name": "notebank", "adapter": adapter}, "bench": {"name": "ruler"}}

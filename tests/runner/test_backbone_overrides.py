@@ -1,5 +1,5 @@
 """conf/method_for_backbone/<method>_<backbone>.yaml and conf/bench_for_backbone/<bench>_<backbone>.yaml
-are picked by the composition the CLI uses (memexp.cli.app.load_config) from the backbone and method /
+are picked by the composition the CLI uses (memexp.core.compose.load_config) from the backbone and method /
 bench chosen, and only then; a backbone without such a file gets the schema's defaults."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from memexp.benchmarks.longbench.config import LongBenchConfig
 from memexp.benchmarks.ruler.config import RulerConfig
-from memexp.cli.app import group_options, load_config
+from memexp.core.compose import group_options, load_config
 from memexp.core.paths import CONF_DIR
 from memexp.methods.notebank.config import NoteBankConfig
 from memexp.methods.plain.config import PlainConfig

@@ -5,7 +5,7 @@ import memexp.run.runner as runner
 from memexp.backbones.base import chat_split
 from memexp.backbones.gdn.model import GDNBackbone
 from memexp.benchmarks.base import Benchmark
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.types import Example, Question
 from memexp.methods.plain.method import Plain
 

@@ -6,7 +6,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.cli.app import group_options, load_config
+from memexp.core.compose import group_options, load_config
 from memexp.core.paths import CONF_DIR
 from memexp.core.registry import ARCHS, METHODS
 from memexp.core.schema import ConfigError, without_file_checks

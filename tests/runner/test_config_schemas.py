@@ -12,7 +12,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from memexp.cli.app import compose, group_options, load_config
+from memexp.core.compose import compose, group_options, load_config
 from memexp.core.paths import CONF_DIR
 from memexp.core.registry import BENCHES, METHODS
 from memexp.core.schema import ASSETS_DIR, BackboneConfig, LoggerConfig

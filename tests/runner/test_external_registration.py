@@ -14,7 +14,7 @@ import memexp.backbones
 import memexp.benchmarks
 import memexp.methods
 from memexp.benchmarks.base import Benchmark
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.registry import ARCHS, BENCHES, METHODS, ROUTERS, RegistryError
 from memexp.core.schema import BenchConfig, ConfigError, MethodConfig
 from memexp.core.types import Example, Question

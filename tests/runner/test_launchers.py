@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import memexp
-from memexp.cli.app import check_launcher
+from memexp.core.compose import check_launcher
 from memexp.core.paths import CONF_DIR
 from memexp.core.schema import ConfigError
 

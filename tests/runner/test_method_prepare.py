@@ -3,7 +3,7 @@
 import memexp.run.runner as runner
 from memexp.backbones.base import Backbone
 from memexp.benchmarks.base import Benchmark
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.types import Example, Question
 from memexp.methods.plain.method import Plain
 

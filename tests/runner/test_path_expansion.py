@@ -6,7 +6,7 @@ import shutil
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.cli.app import compose, load_config
+from memexp.core.compose import compose, load_config
 from memexp.core.schema import ASSETS_DIR, ConfigError
 
 RUN = ["backbone=tiny_gdn_random", "method=plain", "bench=ruler"]

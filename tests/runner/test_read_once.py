@@ -4,7 +4,7 @@ import json
 
 import memexp.run.runner as runner
 from memexp.benchmarks.base import Benchmark
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.types import Example, Question
 from memexp.methods.plain.method import Plain
 

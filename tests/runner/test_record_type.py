@@ -7,7 +7,7 @@ import torch
 
 import memexp.run.runner as runner
 from memexp.benchmarks.base import Benchmark
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.types import Example, Question, Record
 from memexp.methods.base import Answer, Memory
 from memexp.methods.plain.method import Plain

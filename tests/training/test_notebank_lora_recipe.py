@@ -7,8 +7,8 @@ import random
 import pytest
 import torch
 
+from memexp.core.file_digest import weights_fingerprint
 from memexp.core.schema import ConfigError, asset_path
-from memexp.run.identity import weights_fingerprint
 from memexp.training.cli import load_recipe
 from memexp.training.notebank_lora.data import nq_examples
 from memexp.training.notebank_lora.recipe import DataConfig

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from memexp.backbones import load_backbone
-from memexp.cli.app import load_config, sweep_jobs
+from memexp.core.compose import load_config, sweep_jobs
 from memexp.training import main
 
 STEPS2 = "[{name: s, steps: 2, batch_size: 2, lr: 1.0e-3, question: ruler, min_lines: 1, max_lines: 2}]"

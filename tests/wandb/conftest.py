@@ -14,7 +14,7 @@ import pytest
 from offline_run import offline_runs
 
 from memexp.benchmarks.ruler.benchmark import Ruler
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.run.runner import run
 
 LENGTHS = (512, 640)

@@ -6,7 +6,7 @@ from offline_run import offline_runs
 
 import memexp.run.runner as runner
 from memexp.benchmarks.base import Benchmark
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.types import Example, Question
 
 

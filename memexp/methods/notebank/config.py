@@ -100,6 +100,16 @@ def check_layers_present(layers: list[int] | None, recurrent: list[int] | tuple[
                           f"allowed values are {', '.join(map(str, recurrent))}")
 
 
+def check_backbone_layers(nb: NoteBankConfig, backbone_cfg) -> None:
+    """Before the model loads: method.layers names recurrent layers of this backbone, read from its
+    config without weights (ConfigError)."""
+    if nb.layers is not None:
+        from memexp.backbones.shapes import shapes_for
+
+        check_layers_present(nb.layers, shapes_for(backbone_cfg).channel_layers, f"backbone={backbone_cfg.name}")
+
+
 # NoteBank writes and addresses notes in the backbone's recurrent channels (config.validate checks it).
 METHODS.register(NoteBankConfig.name, "memexp.methods.notebank.method:NoteBank", schema=NoteBankConfig,
-                 requires=("recurrent_channels",))
+                 requires=("recurrent_channels",), costs="memexp.methods.notebank.costs:NoteBankCosts",
+                 backbone_check="memexp.methods.notebank.config:check_backbone_layers")

@@ -68,7 +68,7 @@ def check_memory_folder(path: Optional[str]) -> None:
 # Titan replaces the decoder layers of a Llama-style attention backbone (arch llama declares
 # llama_layers; config.validate refuses any other backbone before it loads).
 METHODS.register(TitanConfig.name, "memexp.methods.titan.method:Titan", schema=TitanConfig,
-                 requires=("layer_replacement", "llama_layers"))
+                 requires=("layer_replacement", "llama_layers"), costs="memexp.methods.titan.costs:TitanCosts")
 
 
 @dataclass
@@ -82,4 +82,4 @@ class TitanSegmentedConfig(TitanConfig):
 
 
 METHODS.register(TitanSegmentedConfig.name, "memexp.methods.titan.method:Titan", schema=TitanSegmentedConfig,
-                 requires=("layer_replacement", "llama_layers"))
+                 requires=("layer_replacement", "llama_layers"), costs="memexp.methods.titan.costs:TitanCosts")

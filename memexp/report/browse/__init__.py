@@ -16,7 +16,7 @@ import sys
 def main(argv: list[str]) -> int:
     from memexp.core.paths import under_root
     from memexp.report.browse.page import page
-    from memexp.report.runs import find_runs
+    from memexp.results.runs import find_runs
 
     p = argparse.ArgumentParser(prog="python -m memexp browse", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from memexp.report.runs import Run, by_bench
 from memexp.report.tables import Table, length_table, row_labels
+from memexp.results.runs import Run, by_bench
 
 CORRECT = 50.0  # a question counts as correct at this score or above (RULER's partial matches count below)
 

@@ -32,10 +32,10 @@ import torch.nn.functional as F
 
 from memexp.adapters import LoRAConfig, attach_lora, freeze_base, save_adapters
 from memexp.backbones.base import Stopwatch
+from memexp.core.file_digest import weights_fingerprint
 from memexp.core.schema import ASSETS_DIR, ConfigError, portable_assets
 from memexp.methods.read_adapter import META_FILE, model_shape
 from memexp.methods.rescale import apply_rescale
-from memexp.run.identity import weights_fingerprint
 from memexp.training.notebank_lora.data import TrainExample, draw, tokenize
 from memexp.training.notebank_lora.recipe import NoteBankLoRARecipe
 
@@ -48,7 +48,7 @@ NOT_SEMANTIC = ("output", "replace_assets", "asset", "threads", "log_every", "lo
 def run_config(recipe: NoteBankLoRARecipe):
     """The run configuration the adapter is trained for: the backbone and its NoteBank (or
     Plain, without replay) settings, as `memexp run backbone=<name> method=...` composes them."""
-    from memexp.cli.app import load_config
+    from memexp.core.compose import load_config
 
     if recipe.lora.layers is None:
         raise ConfigError(recipe.placement_error())
@@ -173,7 +173,7 @@ def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
     out = output_dir(recipe)
     cfg = run_config(recipe)
     # the weights the adapter trains on: one learned on other weights of the same shape is not
-    # this recipe's result (memexp.run.identity.weights_fingerprint)
+    # this recipe's result (memexp.core.file_digest.weights_fingerprint)
     weights = weights_fingerprint(cfg.backbone.pretrained)
     done = already_done(out, recipe, weights)
     if done is not None:

@@ -252,7 +252,7 @@ def quality_rows(src: Source) -> Iterator[dict]:
         yield from source_rows(src)
         return
     from memexp.benchmarks import datasets as bench_data
-    from memexp.benchmarks.quality import benchmark as quality
+    from memexp.benchmarks.quality.benchmark import benchmark as quality
     from memexp.benchmarks.quality.config import QualityConfig
 
     cfg = QualityConfig(split="train")

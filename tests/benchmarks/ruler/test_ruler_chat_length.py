@@ -16,7 +16,7 @@ from memexp.backbones.attention.model import build
 from memexp.backbones.base import InputFeed
 from memexp.benchmarks.ruler import Ruler
 from memexp.benchmarks.ruler.config import RulerConfig
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.schema import ASSETS_DIR, BackboneConfig
 
 # Llama-3-Instruct's template in its shape (header, end of turn, assistant header)

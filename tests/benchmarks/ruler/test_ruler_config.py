@@ -12,7 +12,7 @@ from memexp.benchmarks.ruler import Ruler
 from memexp.benchmarks.ruler.config import RulerConfig
 from memexp.benchmarks.ruler.tasks import TASKS
 from memexp.benchmarks.ruler.templates import COMMON_WORDS, FREQ_WORDS, NIAH, QA, VARIABLE_TRACKING
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.schema import ConfigError
 
 YAML = Path(__file__).resolve().parents[3] / "conf" / "bench" / "ruler.yaml"

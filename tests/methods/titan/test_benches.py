@@ -6,7 +6,7 @@ import json
 import pytest
 
 from memexp.benchmarks.quality.benchmark import file_name
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.run.runner import run
 
 TITAN = ["backbone=tiny_llama_random", "method=titan", "method.layers=2", "method.segment_length=16",

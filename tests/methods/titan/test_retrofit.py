@@ -6,7 +6,7 @@ import torch
 from titan_helpers import SEGMENT, authors_checkpoint, ids, tiny_llama, titan
 
 from memexp.backbones.attention.model import AttentionBackbone, AttentionConfig, LlamaForCausalLM
-from memexp.cli.app import load_config
+from memexp.core.compose import load_config
 from memexp.core.schema import ConfigError
 from memexp.methods.titan.config import TitanConfig
 from memexp.methods.titan.convert import ConvertError, convert, main

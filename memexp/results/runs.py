@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from memexp.report.labels import config_key
-from memexp.report.reading import UnreadableRunError, read_records, read_summary
+from memexp.results.labels import config_key
+from memexp.results.reading import UnreadableRunError, read_records, read_summary
 from memexp.run.shards import ShardMergeError, merge_shards
 
 # The pointer a sweep job folder (multirun/<date>/<time>/<job>/) holds to its run folder.

@@ -1,0 +1,66 @@
+"""What a method's analytical cost model provides: the counts it adds to a question, its added
+FLOPs, the storage it keeps, and any section of its own in the cost report.
+
+A method registers its model beside itself (`METHODS.register(..., costs="memexp.methods.x.costs:XCosts")`);
+`memexp.costs.report` finds it there, so the report never names a method. A method with no model
+either adds nothing (registered with `adds_flops=False`, as Plain) or is reported as not modelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memexp.core.registry import METHODS, load_object
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The token counts one question's costs are computed from; `assumed` names those that were not
+    recorded and were bounded instead."""
+
+    context: int
+    question: float
+    output: int
+    replay: float = 0.0
+    notes: float = 0.0
+    archived: float = 0.0
+    probe: float | None = None
+    assumed: tuple[str, ...] = ()
+
+
+class MethodCosts:
+    """The defaults: a method whose reading adds nothing to the backbone's own pass."""
+
+    # whether `added_flops` models what the method adds (False: the report says it is not modelled)
+    models_added_flops = True
+
+    def counts(self, cfg: Any, context: int, question: float, output: int, replay: float | None,
+               notes: float | None, archived: float | None, probe: float | None = None) -> Counts:
+        return Counts(context, question, output)
+
+    def describe(self, shapes: Any, cfg: Any) -> dict[str, Any]:
+        """The method's settings shown in the report's `method` entry."""
+        return {}
+
+    def added_flops(self, shapes: Any, cfg: Any, n: Counts) -> dict[str, float] | None:
+        """FLOPs beyond Plain's, by part, with a `total`; None when the method adds none."""
+        return None
+
+    def archive_bytes(self, shapes: Any, cfg: Any, n: Counts, helper_bytes: float | None) -> dict[str, float]:
+        """Persistent storage beyond the backbone's state, by part."""
+        return {}
+
+    def sections(self, run_cfg: Any, shapes: Any, n: Counts) -> dict[str, Any]:
+        """Report sections of the method's own (a key each)."""
+        return {}
+
+    def table_rows(self, report: dict[str, Any]) -> list[tuple[str, str]]:
+        """Rows of `format_cost_table` for the method's own sections."""
+        return []
+
+
+def method_costs(name: str) -> MethodCosts | None:
+    """The cost model registered for method `name`, or None."""
+    target = METHODS.get(name).meta.get("costs")
+    return load_object(target)() if target is not None else None
