@@ -26,7 +26,7 @@ test-gpu: ## the CUDA tests: kernels against their references (a GPU and `pip in
 	$(PYTHON) -m pytest -q -m gpu -rs
 
 bench: ## measured figures: prefill, NoteBank vs Plain, routing, read-once (see docs/benchmarks.md)
-	$(PYTHON) scripts/bench_all.py
+	$(PYTHON) scripts/bench/all.py
 
 wheelhouse: ## every wheel an offline GPU machine needs besides its torch image, in .wheelhouse/ (<= 20 MiB)
 	$(PYTHON) scripts/check/wheelhouse.py

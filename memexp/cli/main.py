@@ -23,7 +23,7 @@ import sys
 
 # OpenMP threads that sleep at a barrier instead of spinning: on a shared machine torch's spinning
 # threads fight a busy neighbour for its core (16K run with one busy core: 95 s active, 36 s
-# passive; idle 28 vs 32 s; scripts/bench_threads.py, docs/benchmarks.md). Read once, when torch
+# passive; idle 28 vs 32 s; scripts/bench/threads.py, docs/benchmarks.md). Read once, when torch
 # starts its OpenMP pool, so it is set here before anything imports torch; the user's value wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

@@ -112,3 +112,35 @@ class LexicalHeads:
             projection = lexical_projection(x, mean, basis if white is None else basis @ white, self.scale)
             self.attn.q_proj.weight[rows] = projection
             self.attn.k_proj.weight[rows] = projection
+
+
+# Shared by the probes in scripts/probe/ (key_head_probe, lexical_route_heads, whitened_token_weights)
+
+CONVS = ("q_conv1d", "k_conv1d", "v_conv1d")
+TEXT_STREAM = 555  # the recipe generator's stream for the token counts (a training-side seed)
+
+
+def widen_convs(weights: dict[str, torch.Tensor], conv_size: int) -> dict[str, torch.Tensor]:
+    """The short convs' weights [C, 1, c] padded to [C, 1, conv_size] with zeros on the oldest taps
+    (the last tap stays the current token), so every output is unchanged."""
+    out = dict(weights)
+    for name, w in weights.items():
+        if name.rsplit(".", 2)[-2] in CONVS:
+            if w.shape[-1] > conv_size:
+                raise ValueError(f"{name}: {w.shape[-1]} taps, more than --conv-size {conv_size}")
+            out[name] = F.pad(w, (conv_size - w.shape[-1], 0))
+    return out
+
+
+def token_counts(tokenizer, vocab_size: int, examples: int, seed: int = TEXT_STREAM,
+                 documents: bool = False) -> torch.Tensor:
+    """How often each token id occurs in `examples` training examples of the six tasks at 1K
+    tokens (the recipe's generator, stream `seed`) -> [vocab_size]; with `documents`, in how many
+    of the examples it occurs (document frequency, the classic IDF's count)."""
+    from memexp.training import niah_words
+
+    counts = torch.zeros(vocab_size)
+    for i in range(examples):
+        ids = torch.tensor(niah_words.example(tokenizer, niah_words.SIX_TASKS[i % 6], 1024, niah_words.stream(seed, i)).ids)
+        counts += torch.bincount(ids.unique() if documents else ids, minlength=vocab_size)[:vocab_size]
+    return counts

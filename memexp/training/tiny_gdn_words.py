@@ -128,7 +128,7 @@ class TinyGDNWordsRecipe:
     # model.conv_size - 1, the short conv's reach: 3 at FLA's default); [] = 1 for every head.
     # In every UUID some token ("-", a hex letter) is followed by two different ones, so a copy
     # keyed on one token cannot follow it; keyed on two tokens 34 % of UUIDs still have such a
-    # context, on three 1.8 % (scripts/uuid_copy_ambiguity.py)
+    # context, on three 1.8 % (scripts/probe/uuid_copy_ambiguity.py)
     induction_context: list[int] = field(default_factory=list)
     # the last `carrier_heads` heads of each induction layer start as carriers instead of copies
     # (see induction_init): they pass the conv_size - 1 tokens before t on to t, so that a later
@@ -403,7 +403,7 @@ def induction_init(model, layers: int, context: list[int] | None = None, carrier
     previous token, the query's and value's the current one, and q_proj starts equal to k_proj.
     Position t then writes (key of token t-1 -> value of token t), and a later query for a token
     reads what followed it: copying, which from PyTorch's init these small models do not find
-    in the few hundred steps this machine affords (`python scripts/bench_induction_init.py`,
+    in the few hundred steps this machine affords (`python scripts/bench/induction_init.py`,
     docs/benchmarks.md). Training moves every weight from there.
 
     `context[h]` = n keys head h on the n tokens before t instead: its d_k dimensions split into

@@ -107,7 +107,7 @@ def test_offline_hub_id_fails_clearly(monkeypatch, tmp_path):
 
 
 def test_megatron_conversion_loads(hf_checkpoint, tmp_path):
-    """scripts/convert_mamba2_megatron.py: Megatron names, Transformer Engine extra state,
+    """scripts/convert/mamba2_megatron.py: Megatron names, Transformer Engine extra state,
     a norm fused into in_proj and the saved Megatron args give a mamba_ssm directory that
     loads with the same logits (ngroups from the args, untied output layer)."""
     import argparse

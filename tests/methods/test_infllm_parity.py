@@ -3,7 +3,7 @@ a Hugging Face Llama patched by its patch.py): the same tiny random Llama, the s
 blocks retrieved by every query chunk of every layer and the same logits after every call.
 
 The fixtures in data/infllm_parity/ were generated once by
-    python scripts/infllm_parity_fixtures.py /path/to/InfLLM
+    python scripts/check/infllm_parity_fixtures.py /path/to/InfLLM
 (transformers 4.37.2, fp32 on a CPU; the script's docstring says how the official code ran there)."""
 
 from __future__ import annotations

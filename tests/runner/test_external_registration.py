@@ -127,7 +127,7 @@ def test_capabilities_come_from_the_registry(toys):
         load_config(["backbone=tiny_gdn_random", "backbone.arch=toy_flat", "method=notebank"])
     assert str(err.value) == ("method=notebank: backbone=tiny_gdn_random is an attention backbone (arch toy_flat) "
                               "with no recurrent channels to write or address notes; "
-                              "allowed methods here are plain, clean_start, jrt, toy_echo")
+                              "allowed methods here are jrt, plain, clean_start, toy_echo")
     assert load_config(["backbone=tiny_gdn_random", "backbone.arch=toy_arch", "method=notebank"]).method.name == \
         "notebank"
 

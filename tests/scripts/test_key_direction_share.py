@@ -1,4 +1,4 @@
-"""scripts/key_direction_share.py: the mean direction's share, by hand."""
+"""scripts/probe/key_direction_share.py: the mean direction's share, by hand."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""scripts/key_head_probe.py: widening the convs changes nothing; the wired head matches by hand."""
+"""scripts/probe/key_head_probe.py: widening the convs changes nothing; the wired head matches by hand."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""scripts/lexical_route_heads.py: its token counts, and the checkpoint it writes."""
+"""scripts/probe/lexical_route_heads.py: its token counts, and the checkpoint it writes."""
 
 import json
 

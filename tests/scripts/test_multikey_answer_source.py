@@ -1,4 +1,4 @@
-"""scripts/multikey_answer_source.py: where a prediction's value came from, on contexts written here."""
+"""scripts/probe/multikey_answer_source.py: where a prediction's value came from, on contexts written here."""
 
 from script_module import load_script
 

@@ -1,4 +1,4 @@
-"""scripts/notebank_channel_votes.py: its per-channel votes are the native router's (the kernel
+"""scripts/probe/notebank_channel_votes.py: its per-channel votes are the native router's (the kernel
 reference), and "the top-R holds a right note" is counted as the router would replay."""
 
 import torch

@@ -1,4 +1,4 @@
-"""scripts/notebank_representative_tokens.py: the score a key token's query would get as a note's
+"""scripts/probe/notebank_representative_tokens.py: the score a key token's query would get as a note's
 address is Eq. 5's (max cosine over question positions, per channel), and the key is found
 where it occurs, not before."""
 

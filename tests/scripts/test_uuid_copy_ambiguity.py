@@ -1,4 +1,4 @@
-"""scripts/uuid_copy_ambiguity.py: a context is ambiguous when two different tokens follow it."""
+"""scripts/probe/uuid_copy_ambiguity.py: a context is ambiguous when two different tokens follow it."""
 
 from script_module import load_script
 

@@ -1,4 +1,4 @@
-"""scripts/whitened_token_weights.py: the norms it prints are those of the recipe's whitened inputs."""
+"""scripts/probe/whitened_token_weights.py: the norms it prints are those of the recipe's whitened inputs."""
 
 import torch
 from script_module import load_script

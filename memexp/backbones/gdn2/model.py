@@ -3,7 +3,7 @@ the native memory interface.
 
 Reads the LitGPT checkpoint as released (a .pth holding the state dict, possibly under
 'model' with training-wrapper prefixes; the architecture is inferred from tensor shapes)
-and the directory scripts/convert_gdn2_litgpt.py writes from it (config.json +
+and the directory scripts/convert/gdn2_litgpt.py writes from it (config.json +
 model.safetensors + tokenizer). Modules are named like LitGPT's GPT so its tensors load by
 name.
 

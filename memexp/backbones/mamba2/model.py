@@ -3,7 +3,7 @@ native memory interface.
 
 Reads both checkpoint formats: mamba_ssm's (config.json with d_model / n_layer / ssm_cfg,
 `backbone.embedding.weight`; state-spaces/mamba2-*, and nvidia/mamba2-8b-3t-4k once
-converted by scripts/convert_mamba2_megatron.py) and transformers' (model_type 'mamba2',
+converted by scripts/convert/mamba2_megatron.py) and transformers' (model_type 'mamba2',
 `backbone.embeddings.weight`). Modules are named like transformers' so its tensors load by
 name; mamba_ssm's differ only in the embedding.
 

@@ -1,7 +1,7 @@
 """Routing time, PyTorch reference vs memexp's tiled CPU path and Triton kernel (the Table 8
 setting: a 4,096-note bank at 1M tokens, 192 GDN channels, d_rho = 16, a 64-token question).
 
-    python scripts/bench_routing.py [--notes 4096 --channels 192 --dim 16 --question 64 --threads 1,2]
+    python scripts/bench/routing.py [--notes 4096 --channels 192 --dim 16 --question 64 --threads 1,2]
 
 On CPU, the reference and the tiled path run interleaved at each thread count, so a ratio
 compares calls that saw the same machine load; the best of the repeats is the time (the median

@@ -1,6 +1,6 @@
 """Fixtures for tests/methods/test_infllm_parity.py, generated once from the official InfLLM code.
 
-    python scripts/infllm_parity_fixtures.py /path/to/InfLLM [--out tests/methods/data/infllm_parity]
+    python scripts/check/infllm_parity_fixtures.py /path/to/InfLLM [--out tests/methods/data/infllm_parity]
 
 /path/to/InfLLM is a checkout of thunlp/InfLLM (tested at 12b7079); its code is imported from there,
 never copied. Its patch.py reads attributes transformers removed after 4.37 (the attention's

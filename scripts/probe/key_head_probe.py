@@ -12,7 +12,7 @@ last word 4 tokens before the value's first, and the answer prefix "... for weak
 ▁in ▁the ▁provided ▁text ▁is" puts it 7 before the "▁" that reads the value: the defaults. So
 this wires RULER's template into one head on purpose; it is a probe, not a recipe.
 
-    python scripts/key_head_probe.py --out outputs/train/tiny_gdn_words/keyhead
+    python scripts/probe/key_head_probe.py --out outputs/train/tiny_gdn_words/keyhead
     OMP_WAIT_POLICY=PASSIVE python -m memexp train recipe=tiny_gdn_words init_from=outputs/train/tiny_gdn_words/keyhead \\
         output=outputs/train/tiny_gdn_words/keyhead_tuned "stages=[{name: tune, steps: 300, batch_size: 8, lr: 1.0e-3, \\
         min_tokens: 128, max_tokens: 1024}]"
@@ -27,7 +27,7 @@ the needles' value positions with its read query (the "▁" that starts the answ
 written there, and it prints how often the asked needle scores highest and the median margin
 (asked minus the best other; the scores are cosines, as GDN's keys and queries are l2-normalised):
 
-    python scripts/key_head_probe.py --measure outputs/train/tiny_gdn_words/keyhead
+    python scripts/probe/key_head_probe.py --measure outputs/train/tiny_gdn_words/keyhead
 """
 
 from __future__ import annotations
@@ -43,21 +43,7 @@ from safetensors.torch import load_file, save_file
 
 from memexp.backbones.ops.norms import rms_norm
 from memexp.core.schema import ASSETS_DIR
-from memexp.training.lexical_heads import lexical_projection
-
-CONVS = ("q_conv1d", "k_conv1d", "v_conv1d")
-
-
-def widen_convs(weights: dict[str, torch.Tensor], conv_size: int) -> dict[str, torch.Tensor]:
-    """The short convs' weights [C, 1, c] padded to [C, 1, conv_size] with zeros on the oldest taps
-    (the last tap stays the current token), so every output is unchanged."""
-    out = dict(weights)
-    for name, w in weights.items():
-        if name.rsplit(".", 2)[-2] in CONVS:
-            if w.shape[-1] > conv_size:
-                raise ValueError(f"{name}: {w.shape[-1]} taps, more than --conv-size {conv_size}")
-            out[name] = F.pad(w, (conv_size - w.shape[-1], 0))
-    return out
+from memexp.training.lexical_heads import lexical_projection, widen_convs
 
 
 def wire_key_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_dim: int,

@@ -1,7 +1,7 @@
 """Prefill throughput and memory of the CPU reference Gated DeltaNet.
 
-    python scripts/bench_prefill.py                          # defaults below, ~ minutes on 2 idle cores
-    python scripts/bench_prefill.py --tokens 512 --big-layers 2 --rss-lengths 2048 8192   # quick check
+    python scripts/bench/prefill.py                          # defaults below, ~ minutes on 2 idle cores
+    python scripts/bench/prefill.py --tokens 512 --big-layers 2 --rss-lengths 2048 8192   # quick check
 
 Measures, in one process and with random weights:
   1. model prefill tokens/s of the tiny config and a 1.3B-shaped GDN (hidden 2048, 8 heads x 256,

@@ -5,28 +5,24 @@ The lexical bag heads (memexp.training.lexical_heads) project layer 0's normalis
 tokens, their share of the training text and the norm of their whitened input, so that one can
 see where the weight stops growing (docs/benchmarks.md, "six layer-0 changes for the UUID
 representative"). Counts come from the recipe's own training examples, as in
-scripts/lexical_route_heads.py.
+scripts/probe/lexical_route_heads.py.
 
-    python scripts/whitened_token_weights.py
-    python scripts/whitened_token_weights.py --documents
+    python scripts/probe/whitened_token_weights.py
+    python scripts/probe/whitened_token_weights.py --documents
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lexical_route_heads import token_counts  # noqa: E402
-
 from memexp.backbones.ops.norms import rms_norm  # noqa: E402
 from memexp.core.schema import ASSETS_DIR  # noqa: E402
-from memexp.training.lexical_heads import text_whitening, weighted_mean_direction  # noqa: E402
+from memexp.training.lexical_heads import text_whitening, token_counts, weighted_mean_direction  # noqa: E402
 
 GROUPS = {
     "frequent": ["▁the", "▁is", ".", "▁of", "▁and", "▁special", "▁magic", "▁for"],

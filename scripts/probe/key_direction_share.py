@@ -13,7 +13,7 @@ for independent directions. The recipe field `centered_qk_layers` (memexp.traini
 .CenteredQK) keeps k_proj orthogonal to the training batches' mean input; this measures what
 that leaves on evaluation text.
 
-    python scripts/key_direction_share.py [--checkpoint memexp/assets/tiny_gdn_words] [--seed 8]
+    python scripts/probe/key_direction_share.py [--checkpoint memexp/assets/tiny_gdn_words] [--seed 8]
 """
 
 from __future__ import annotations

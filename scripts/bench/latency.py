@@ -1,8 +1,8 @@
 """NoteBank-over-Plain latency and peak memory on a backbone (App. C.5 protocol).
 
-    python scripts/latency.py                                   # tiny backbone, 4K/16K/64K, RULER inputs
-    python scripts/latency.py inputs=synthetic                  # no essay data needed
-    python scripts/latency.py backbone=gdn lengths=4096,65536,1048576 bench.essay_path=PaulGrahamEssays.json
+    python scripts/bench/latency.py                                   # tiny backbone, 4K/16K/64K, RULER inputs
+    python scripts/bench/latency.py inputs=synthetic                  # no essay data needed
+    python scripts/bench/latency.py backbone=gdn lengths=4096,65536,1048576 bench.essay_path=PaulGrahamEssays.json
 
 Arguments are those of `python -m memexp latency` (see memexp/run/latency.py).
 """

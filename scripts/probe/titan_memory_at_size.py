@@ -1,7 +1,7 @@
 """Memory of Titan-Llama's training loss and decode, the figures docs/benchmarks.md quotes.
 
-    python scripts/titan_memory_at_size.py loss [--length 2048] [--vocab 32000] [--hidden 256]
-    python scripts/titan_memory_at_size.py decode
+    python scripts/probe/titan_memory_at_size.py loss [--length 2048] [--vocab 32000] [--hidden 256]
+    python scripts/probe/titan_memory_at_size.py decode
 
 loss: the next-token loss of one sequence, forward and backward, in two forms: `whole` (what
 recipe=titan_llama did before: `train_forward`'s logits for every position, then the cross entropy

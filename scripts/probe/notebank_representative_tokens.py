@@ -17,7 +17,7 @@ that part's distinctiveness ranks within its chunk: the mean percentile over cha
 needles (100 = the chunk's most distinctive key). Eq. 4 can pick a key token only where the
 key ranks high.
 
-    python scripts/notebank_representative_tokens.py bench.seed=8 "method.layers=[1,2,3]"
+    python scripts/probe/notebank_representative_tokens.py bench.seed=8 "method.layers=[1,2,3]"
 
 Arguments are `memexp run` overrides over experiment=tiny_gdn_words_lengths method=notebank at
 16K tokens, 5 examples of each single-needle task (override any of them). Run it on validation

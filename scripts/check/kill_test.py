@@ -1,6 +1,6 @@
 """SIGKILL a tiny run at random moments, resume it each time, and compare with an uninterrupted run.
 
-    OMP_NUM_THREADS=1 python scripts/kill_test.py --kills 20 --samples 40 --seed 0
+    OMP_NUM_THREADS=1 python scripts/check/kill_test.py --kills 20 --samples 40 --seed 0
 
 Each round starts `python -m memexp run` on the tiny random GDN, waits until 0, 1 or 2 more records
 are on disk (drawn at random), then a random delay of up to one record's time (the mean time per
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled",
        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
 

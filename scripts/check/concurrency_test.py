@@ -1,6 +1,6 @@
 """Start the same tiny run N times at once on one run folder: one must run, the others stop at once.
 
-    OMP_NUM_THREADS=1 python scripts/concurrency_test.py --processes 2 --samples 6
+    OMP_NUM_THREADS=1 python scripts/check/concurrency_test.py --processes 2 --samples 6
 
 Prints each process's exit code and one-line message, and the record count; exits 1 unless exactly one
 process succeeded, every other exited 1 naming the holder, and records.jsonl holds no duplicate.

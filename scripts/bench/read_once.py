@@ -2,8 +2,8 @@
 memexp's protocol, which reads the context once and answers every question from a copy of
 the state, against re-reading the context for every question.
 
-    python scripts/bench_read_once.py                      # tiny_gdn_random, ~262K tokens, 10 questions
-    python scripts/bench_read_once.py --context-tokens 32768 --questions 4 --json
+    python scripts/bench/read_once.py                      # tiny_gdn_random, ~262K tokens, 10 questions
+    python scripts/bench/read_once.py --context-tokens 32768 --questions 4 --json
 
 Both arms run the same Plain method on the same example (built by the MemoryAgentBench
 benchmark from a synthetic FactConsolidation row) and must produce the same answers. With k

@@ -7,7 +7,7 @@ generator is deterministic given the seed; the backbone is loaded for its tokeni
 needles in each context with RULER's needle template, and counts, per task, where each
 prediction's value came from:
 
-    python scripts/multikey_answer_source.py outputs/runs/.../plain/<run> [more run folders]
+    python scripts/probe/multikey_answer_source.py outputs/runs/.../plain/<run> [more run folders]
 
 Questions with several answers (multi-value, multi-query) count as "asked" only when the
 prediction holds all of them, as RULER's string_match_all scores them.

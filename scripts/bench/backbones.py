@@ -8,8 +8,8 @@ transformers would pick FLA's GPU kernels for Qwen3.5 whenever FLA imports, so F
 from this process (memexp needs it only on CUDA). GDN-2 has no transformers implementation:
 its row reports memexp alone.
 
-    python scripts/bench_backbones.py                       # all, 2048 tokens, torch's threads
-    python scripts/bench_backbones.py --arch mamba2 --tokens 4096 --threads 1
+    python scripts/bench/backbones.py                       # all, 2048 tokens, torch's threads
+    python scripts/bench/backbones.py --arch mamba2 --tokens 4096 --threads 1
 """
 
 from __future__ import annotations

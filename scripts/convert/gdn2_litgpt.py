@@ -3,7 +3,7 @@
 The converter is memexp.convert.gdn2_litgpt, which its docstring describes; installed, it is
 `memexp convert gdn2-litgpt`. From a checkout:
 
-    python scripts/convert_gdn2_litgpt.py model-100b.pth out/gdn2-1.3b --tokenizer TinyLlama/TinyLlama_v1.1
+    python scripts/convert/gdn2_litgpt.py model-100b.pth out/gdn2-1.3b --tokenizer TinyLlama/TinyLlama_v1.1
 """
 
 import sys

@@ -5,8 +5,8 @@ Each setting runs the same command in a fresh output folder (nothing resumes), s
 differ only in the threads and the OpenMP wait policy. The environment of each run is set
 before its Python starts, which is when torch's OpenMP pool reads OMP_WAIT_POLICY.
 
-    python scripts/bench_threads.py                      # a 16K NoteBank run, 20 examples
-    python scripts/bench_threads.py --quick-start        # the README's quick start, default setting only
+    python scripts/bench/threads.py                      # a 16K NoteBank run, 20 examples
+    python scripts/bench/threads.py --quick-start        # the README's quick start, default setting only
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ true needle, and with the needle's digits replaced by others (same length, the a
 unchanged). delta = loss(counterfactual) - loss(true) is 0 exactly when nothing of the needle
 reaches the answer (segmented attention), and large when it does (full attention).
 
-    python scripts/titan_needle_probe.py full segmented memexp/assets/tiny_titan <modules folder> ...
+    python scripts/probe/titan_needle_probe.py full segmented memexp/assets/tiny_titan <modules folder> ...
 
 Each argument is `full` (the base model's own attention), `segmented` (Titan layers, memory off),
 `init` (Titan's initial modules) or a modules folder. --base names the base model folder.

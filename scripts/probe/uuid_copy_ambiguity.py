@@ -6,7 +6,7 @@ Under a word tokenizer it is ~26 pieces: digit groups, hex letters, "-". A copy 
 UUID where some n-token context is followed by two different tokens inside it. This prints that
 share for n = 1, 2, 3 with the shipped tiny_gdn_words tokenizer (or --tokenizer):
 
-    python scripts/uuid_copy_ambiguity.py [--samples 2000] [--seed 1] [--tokenizer path/tokenizer.json]
+    python scripts/probe/uuid_copy_ambiguity.py [--samples 2000] [--seed 1] [--tokenizer path/tokenizer.json]
 """
 
 from __future__ import annotations

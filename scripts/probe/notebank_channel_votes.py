@@ -8,9 +8,9 @@ of questions whose vote went to a right note, and how often the two most-voted n
 one: with the full queries, and with `--draws` random 16-of-d_k coordinate selections (the
 paper's compaction, App. B.3), votes recomputed from the same notes and queries.
 
-    python scripts/notebank_channel_votes.py bench.seed=7 method.layers=null
-    python scripts/notebank_channel_votes.py bench.seed=8 "method.layers=[1,2,3]"
-    python scripts/notebank_channel_votes.py bench.seed=8 "method.layers=[1,2,3]" "bench.tasks=[niah_single_2]" --matches
+    python scripts/probe/notebank_channel_votes.py bench.seed=7 method.layers=null
+    python scripts/probe/notebank_channel_votes.py bench.seed=8 "method.layers=[1,2,3]"
+    python scripts/probe/notebank_channel_votes.py bench.seed=8 "method.layers=[1,2,3]" "bench.tasks=[niah_single_2]" --matches
 
 Arguments are `memexp run` overrides over experiment=tiny_gdn_words_lengths method=notebank at
 16K tokens, 5 examples per task (override any of them). Run it on validation seeds, never on the

@@ -1,7 +1,7 @@
 """NoteBank-TF wall time against Plain, and routing time over a paper-sized archive.
 
-    python scripts/bench_notebank.py                       # tiny_gdn_random, 4K/16K/64K
-    python scripts/bench_notebank.py --backbone gdn --lengths 4096 65536 --kernels triton
+    python scripts/bench/notebank.py                       # tiny_gdn_random, 4K/16K/64K
+    python scripts/bench/notebank.py --backbone gdn --lengths 4096 65536 --kernels triton
 
 1. End to end (the paper's App. C.5 protocol, scaled down): for each context length, Plain
    and NoteBank read the same context and answer the same question generating exactly

@@ -1,8 +1,8 @@
 """How fast a small GDN learns to copy, from PyTorch's init and from tiny_gdn_words' induction
 init (memexp.training.tiny_gdn_words.induction_init), side by side in one process.
 
-    python scripts/bench_induction_init.py            # ~3 minutes on 2 cores
-    python scripts/bench_induction_init.py --steps 100 --vocab 2000
+    python scripts/bench/induction_init.py            # ~3 minutes on 2 cores
+    python scripts/bench/induction_init.py --steps 100 --vocab 2000
 
 Task: BOS, 32 tokens drawn from `--alphabet` ids, a separator, the same 32 tokens; the loss and
 accuracy are on the second copy. Each row trains a fresh model with the same seed and batches.

@@ -4,7 +4,7 @@ checkpoint directory that `backbone=mamba2_8b` loads.
 The converter is memexp.convert.mamba2_megatron, which its docstring describes; installed, it is
 `memexp convert mamba2-megatron`. From a checkout:
 
-    python scripts/convert_mamba2_megatron.py mamba2-8b-3t-4k/release/mp_rank_00/model_optim_rng.pt \\
+    python scripts/convert/mamba2_megatron.py mamba2-8b-3t-4k/release/mp_rank_00/model_optim_rng.pt \\
         out/mamba2-8b --tokenizer mamba2-8b-3t-4k/mt_nlg_plus_multilingual_ja_zh_the_stack_frac_015_256k.model
 """
 

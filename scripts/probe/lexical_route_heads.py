@@ -13,8 +13,8 @@ docs/benchmarks.md measured against the recipe's form (`--whiten-eps`, `--key-ta
 `--common-key`, `--document-frequency`, a wider `--conv-size`); `--checkpoint` a rewired
 folder rewires a second set of heads another way.
 
-    python scripts/lexical_route_heads.py --out outputs/probe/lexical
-    python scripts/notebank_channel_votes.py bench.seed=8 "method.layers=[0]" bench.num_samples=10 \\
+    python scripts/probe/lexical_route_heads.py --out outputs/probe/lexical
+    python scripts/probe/notebank_channel_votes.py bench.seed=8 "method.layers=[0]" bench.num_samples=10 \\
         backbone.pretrained=$PWD/outputs/probe/lexical --draws 0
 
 Run the votes on validation seeds (7, 8), never on the seeds a table reports.
@@ -25,14 +25,10 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from key_head_probe import widen_convs  # noqa: E402
 
 from memexp.backbones.ops.norms import rms_norm  # noqa: E402
 from memexp.core.schema import ASSETS_DIR  # noqa: E402
@@ -40,25 +36,11 @@ from memexp.training.lexical_heads import (  # noqa: E402
     WHITEN_EPS,
     lexical_projection,
     text_whitening,
+    token_counts,
     weighted_mean_direction,
+    widen_convs,
     wire_bag_convs,
 )
-
-TEXT_STREAM = 555  # the recipe generator's stream for the token counts (a training-side seed)
-
-
-def token_counts(tokenizer, vocab_size: int, examples: int, seed: int = TEXT_STREAM,
-                 documents: bool = False) -> torch.Tensor:
-    """How often each token id occurs in `examples` training examples of the six tasks at 1K
-    tokens (the recipe's generator, stream `seed`) -> [vocab_size]; with `documents`, in how many
-    of the examples it occurs (document frequency, the classic IDF's count)."""
-    from memexp.training import niah_words
-
-    counts = torch.zeros(vocab_size)
-    for i in range(examples):
-        ids = torch.tensor(niah_words.example(tokenizer, niah_words.SIX_TASKS[i % 6], 1024, niah_words.stream(seed, i)).ids)
-        counts += torch.bincount(ids.unique() if documents else ids, minlength=vocab_size)[:vocab_size]
-    return counts
 
 
 def common_key_row(x: torch.Tensor, counts: torch.Tensor, mean: torch.Tensor, level: float) -> torch.Tensor:

@@ -1,8 +1,8 @@
 """Cost of switching LoRA adapters on and off against one question's answer time (issue 12).
 
-    python scripts/bench_adapters.py                 # tiny_gdn, ~1K-token context, 16 generated tokens
-    python scripts/bench_adapters.py --threads 2 --toggles 2000
-    python scripts/bench_adapters.py --backbone tiny_gdn_words --method-adapter memexp/assets/tiny_gdn_words_lora/notebank
+    python scripts/bench/adapters.py                 # tiny_gdn, ~1K-token context, 16 generated tokens
+    python scripts/bench/adapters.py --threads 2 --toggles 2000
+    python scripts/bench/adapters.py --backbone tiny_gdn_words --method-adapter memexp/assets/tiny_gdn_words_lora/notebank
 
 NoteBank-LoRA enters `adapters.enabled()` for replay and answering and leaves it after, once
 per question, so the switch must be negligible next to answering. One process measures, side
