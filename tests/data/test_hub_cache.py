@@ -12,6 +12,7 @@ import zipfile
 import pytest
 from fake_hub import add_dataset, card, jsonl
 
+import memexp.benchmarks.memoryagentbench.benchmark as mab
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.benchmarks.datasets import BenchmarkDataError
 from memexp.benchmarks.hub import files_of_split
@@ -22,7 +23,6 @@ from memexp.benchmarks.longbench_v2.config import LongBenchV2Config
 from memexp.benchmarks.longhealth.benchmark import LongHealth
 from memexp.benchmarks.longhealth.config import LongHealthConfig
 from memexp.benchmarks.memoryagentbench.benchmark import MemoryAgentBench
-from memexp.benchmarks.memoryagentbench.benchmark import benchmark as mab
 from memexp.benchmarks.memoryagentbench.config import MemoryAgentBenchConfig
 from memexp.benchmarks.quality.benchmark import Quality
 from memexp.benchmarks.quality.config import QualityConfig

@@ -251,8 +251,8 @@ def quality_rows(src: Source) -> Iterator[dict]:
     if src.path is not None:
         yield from source_rows(src)
         return
+    import memexp.benchmarks.quality.benchmark as quality
     from memexp.benchmarks import datasets as bench_data
-    from memexp.benchmarks.quality.benchmark import benchmark as quality
     from memexp.benchmarks.quality.config import QualityConfig
 
     cfg = QualityConfig(split="train")

@@ -8,7 +8,7 @@ import json
 import pytest
 from ruler_fixtures import ESSAY, SQUAD, ByteTokenizer, hotpotqa_rows
 
-from memexp.benchmarks.ruler import Ruler
+from memexp.benchmarks.ruler.benchmark import Ruler
 from memexp.benchmarks.ruler.config import RulerConfig
 
 

@@ -14,7 +14,7 @@ import pytest
 import memexp.run.runner as runner
 from memexp.backbones.attention.model import build
 from memexp.backbones.base import InputFeed
-from memexp.benchmarks.ruler import Ruler
+from memexp.benchmarks.ruler.benchmark import Ruler
 from memexp.benchmarks.ruler.config import RulerConfig
 from memexp.core.compose import load_config
 from memexp.core.schema import ASSETS_DIR, BackboneConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from memexp.benchmarks.ruler import Ruler
+from memexp.benchmarks.ruler.benchmark import Ruler
 from memexp.benchmarks.ruler.config import RulerConfig
 from memexp.benchmarks.ruler.tasks import TASKS
 from memexp.benchmarks.ruler.templates import COMMON_WORDS, FREQ_WORDS, NIAH, QA, VARIABLE_TRACKING
