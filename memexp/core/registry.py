@@ -87,8 +87,7 @@ class Registry:
         return sorted(found)
 
     def _load_builtins(self) -> None:
-        # a look-up made while a builtin module imports leaves the loading to the outer call, so
-        # entries keep the discovery order (the order "allowed values are ..." lists them)
+        # a look-up made while a builtin module imports leaves the loading to the outer call
         if self._loading:
             return
         self._loading = True
@@ -114,11 +113,11 @@ class Registry:
         return entry
 
     def _order(self) -> None:
-        # memexp's own entries keep the discovery order however their modules were first
-        # imported (a direct import of one registers it early); outside entries follow, in order
-        outside = len(self._rank)
-        order = sorted(enumerate(self._entries.values()), key=lambda ie: (self._rank.get(ie[1].origin, outside), ie[0]))
-        self._entries = {e.name: e for _, e in order}
+        # memexp's own entries first, by name (however their modules were first imported: a direct
+        # import of one registers it early), then outside entries in the order they were registered
+        builtin = sorted((e for e in self._entries.values() if e.origin in self._rank), key=lambda e: e.name)
+        outside = [e for e in self._entries.values() if e.origin not in self._rank]
+        self._entries = {e.name: e for e in builtin + outside}
 
     def unregister(self, name: str) -> Entry:
         """Remove `name` (an outside package undoing its registration, or a test cleaning up)."""

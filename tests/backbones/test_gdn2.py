@@ -169,7 +169,7 @@ def test_reads_litgpt_checkpoint(litgpt_dir):
 def test_conversion_script_output_loads(litgpt_dir, tmp_path):
     directory, ids, ref = litgpt_dir
     out = tmp_path / "converted"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "convert_gdn2_litgpt.py"), str(directory / "model-100b.pth"),
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "convert" / "gdn2_litgpt.py"), str(directory / "model-100b.pth"),
                     str(out), "--tokenizer", str(directory)], check=True, capture_output=True, timeout=300)
     assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
     backbone = build(BackboneConfig(name="g", arch="gdn2", pretrained=str(out), device="cpu"))

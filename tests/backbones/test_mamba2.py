@@ -134,7 +134,7 @@ def test_megatron_conversion_loads(hf_checkpoint, tmp_path):
     ByteTokenizer().save(tok)
     out = tmp_path / "converted"
     root = Path(__file__).resolve().parents[2]
-    subprocess.run([sys.executable, str(root / "scripts" / "convert_mamba2_megatron.py"),
+    subprocess.run([sys.executable, str(root / "scripts" / "convert" / "mamba2_megatron.py"),
                     str(megatron / "model_optim_rng.pt"), str(out), "--tokenizer", str(tok), "--ngroups", "8"],
                    check=True, capture_output=True, timeout=300)
     config = json.loads((out / "config.json").read_text())
@@ -200,7 +200,7 @@ def test_megatron_sentencepiece_tokenizer_converts(tmp_path):
                                    model_type="bpe", byte_fallback=True, split_digits=True,
                                    normalization_rule_name="identity", remove_extra_whitespaces=False,
                                    unk_id=0, bos_id=1, eos_id=2, minloglevel=2)
-    script = Path(__file__).resolve().parents[2] / "scripts" / "convert_mamba2_megatron.py"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "convert" / "mamba2_megatron.py"
     spec = importlib.util.spec_from_file_location("convert_mamba2_megatron", script)
     convert = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(convert)

@@ -70,7 +70,7 @@ def mean_score(run_records: list[dict]) -> float:
 def test_needle_probe_is_zero_without_memory_and_large_with_full_attention():
     import importlib.util
 
-    path = Path(__file__).resolve().parents[2] / "scripts" / "titan_needle_probe.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "probe" / "titan_needle_probe.py"
     spec = importlib.util.spec_from_file_location("titan_needle_probe", path)
     probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probe)

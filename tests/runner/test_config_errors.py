@@ -19,7 +19,7 @@ BAD = [
     (["experiment=no_such_preset"], "experiment=no_such_preset: allowed values are"),
     (["method=notebank", "method.replay_budget=-1"], "method.replay_budget=-1: must be an integer >= 1"),
     (["method=notebank", "method.write_budget=3"], "method.write_budget=3: allowed values are 1, 2"),
-    (["method=notebank", "method.router=magic"], "method.router='magic': allowed values are native, random, bm25, embedding, oracle, bge"),
+    (["method=notebank", "method.router=magic"], "method.router='magic': allowed values are bge, bm25, embedding, native, oracle, random"),
     (["method=notebank", "method.rescale=1.5"], "method.rescale=1.5: must be null or a number in [0, 1]"),
     (["method=notebank", "method.chunk_size=abc"], "method.chunk_size"),
     (["method=notebank", "method.span_budget=0"], "method.span_budget=0: must be an integer >= 1"),

@@ -11,7 +11,7 @@ from memexp.core.compose import load_config
 from memexp.core.types import Example, Question, Record
 from memexp.methods.base import Answer, Memory
 from memexp.methods.plain.method import Plain
-from memexp.run.records import RunFolder, summarize
+from memexp.run.records import RunFolder, run_folder, summarize
 
 # A line as the untyped runner (before Record) wrote it: keys in this order, costs last.
 OLD_LINE = (
@@ -109,7 +109,7 @@ def test_a_folder_with_an_old_line_resumes_after_it(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "build_benchmark", lambda cfg: TwoQuestions())
     monkeypatch.setattr("memexp.methods.build_method", lambda cfg: method)
     cfg = load_config(["backbone=tiny_gdn_random", "method=plain", f"output_dir={tmp_path}", "progress=false"])
-    folder = RunFolder(runner.run_folder(cfg))
+    folder = RunFolder(run_folder(cfg))
     folder.path.mkdir(parents=True)
     old = ('{"example_id": "ex0", "question_id": "0", "task": "t", "length": 64, "prediction": "x", '
            '"references": ["x"], "score": 100.0, "metric": "m", "tokens": {"context": 5, "question": 3, '

@@ -8,6 +8,7 @@ from safetensors.torch import load_file
 from script_module import load_script
 
 from memexp.core.schema import ASSETS_DIR
+from memexp.training.lexical_heads import CONVS
 
 SHIPPED = ASSETS_DIR / "tiny_gdn_words"
 
@@ -44,16 +45,16 @@ def test_the_wired_head_reads_where_its_two_tokens_stood():
     the head's q_proj rows become its k_proj rows; its value passes the current token."""
     probe = load_script("key_head_probe")
     g = torch.Generator().manual_seed(0)
-    weights = {f"model.layers.0.attn.{n}.weight": torch.randn(8, 1, 6, generator=g) for n in probe.CONVS}
+    weights = {f"model.layers.0.attn.{n}.weight": torch.randn(8, 1, 6, generator=g) for n in CONVS}
     weights |= {f"model.layers.0.attn.{n}_proj.weight": torch.randn(8, 8, generator=g) for n in "qk"}
     before = {k: v.clone() for k, v in weights.items()}
     probe.wire_key_head(weights, layer=0, head=1, head_dim=4, key_offset=3, query_offset=5)
-    q, k, v = (weights[f"model.layers.0.attn.{n}.weight"][4:, 0] for n in probe.CONVS)
+    q, k, v = (weights[f"model.layers.0.attn.{n}.weight"][4:, 0] for n in CONVS)
     # taps run oldest (t-5) to current (t)
     assert q.tolist() == [[0, 0, 0, 0, 0, 1]] * 2 + [[1, 0, 0, 0, 0, 0]] * 2
     assert k.tolist() == [[0, 0, 0, 0, 1, 0]] * 2 + [[0, 0, 1, 0, 0, 0]] * 2
     assert v.tolist() == [[0, 0, 0, 0, 0, 1]] * 4
-    for n in probe.CONVS:
+    for n in CONVS:
         assert torch.equal(weights[f"model.layers.0.attn.{n}.weight"][:4], before[f"model.layers.0.attn.{n}.weight"][:4])
     assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][4:], before["model.layers.0.attn.k_proj.weight"][4:])
     assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][:4], before["model.layers.0.attn.q_proj.weight"][:4])
@@ -64,15 +65,15 @@ def test_the_bag_head_averages_its_window_and_leaves_the_other_head():
     t-3 .. t at 1/4, value the current token; head 0's taps and q_proj rows are untouched."""
     probe = load_script("key_head_probe")
     g = torch.Generator().manual_seed(0)
-    weights = {f"model.layers.0.attn.{n}.weight": torch.randn(8, 1, 5, generator=g) for n in probe.CONVS}
+    weights = {f"model.layers.0.attn.{n}.weight": torch.randn(8, 1, 5, generator=g) for n in CONVS}
     weights |= {f"model.layers.0.attn.{n}_proj.weight": torch.randn(8, 8, generator=g) for n in "qk"}
     before = {k: v.clone() for k, v in weights.items()}
     probe.bag_head(weights, layer=0, head=1, head_dim=4)
-    q, k, v = (weights[f"model.layers.0.attn.{n}.weight"][4:, 0] for n in probe.CONVS)
+    q, k, v = (weights[f"model.layers.0.attn.{n}.weight"][4:, 0] for n in CONVS)
     assert q.tolist() == [[0, 0.25, 0.25, 0.25, 0.25]] * 4  # oldest tap first
     assert k.tolist() == [[0.25, 0.25, 0.25, 0.25, 0]] * 4
     assert v.tolist() == [[0, 0, 0, 0, 1]] * 4
-    for n in probe.CONVS:
+    for n in CONVS:
         assert torch.equal(weights[f"model.layers.0.attn.{n}.weight"][:4], before[f"model.layers.0.attn.{n}.weight"][:4])
     assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][4:], before["model.layers.0.attn.k_proj.weight"][4:])
     assert torch.equal(weights["model.layers.0.attn.q_proj.weight"][:4], before["model.layers.0.attn.q_proj.weight"][:4])

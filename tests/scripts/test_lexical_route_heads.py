@@ -12,13 +12,14 @@ def test_token_counts_count_every_token_of_the_examples():
     from memexp.backbones.loading import load_tokenizer
     from memexp.core.schema import ASSETS_DIR
     from memexp.training import niah_words
+    from memexp.training.lexical_heads import TEXT_STREAM
 
     probe = load_script("lexical_route_heads")
     shipped = ASSETS_DIR / "tiny_gdn_words"
     tokenizer = load_tokenizer(str(shipped), shipped)
     counts = probe.token_counts(tokenizer, tokenizer.vocab_size, examples=2)
     lengths = sum(len(niah_words.example(tokenizer, niah_words.SIX_TASKS[i], 1024,
-                                         niah_words.stream(probe.TEXT_STREAM, i)).ids) for i in range(2))
+                                         niah_words.stream(TEXT_STREAM, i)).ids) for i in range(2))
     assert counts.sum().item() == lengths
     assert counts[tokenizer.bos_id].item() == 2
 
@@ -137,12 +138,13 @@ def test_document_frequency_counts_each_example_once():
     from memexp.backbones.loading import load_tokenizer
     from memexp.core.schema import ASSETS_DIR
     from memexp.training import niah_words
+    from memexp.training.lexical_heads import TEXT_STREAM
 
     probe = load_script("lexical_route_heads")
     shipped = ASSETS_DIR / "tiny_gdn_words"
     tokenizer = load_tokenizer(str(shipped), shipped)
     counts = probe.token_counts(tokenizer, tokenizer.vocab_size, examples=3, documents=True)
     distinct = sum(len(set(niah_words.example(tokenizer, niah_words.SIX_TASKS[i], 1024,
-                                              niah_words.stream(probe.TEXT_STREAM, i)).ids)) for i in range(3))
+                                              niah_words.stream(TEXT_STREAM, i)).ids)) for i in range(3))
     assert counts.sum().item() == distinct
     assert counts.max().item() == 3 and counts[tokenizer.bos_id].item() == 3
