@@ -3,7 +3,7 @@ PYTHON ?= python
 # A machine without a GPU gets the CPU build of torch first; a GPU machine keeps (or gets) its CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: help install run test test-fast test-gpu bench wheelhouse gpu-check lint
+.PHONY: help install run test test-fast test-gpu bench wheelhouse gpu-check lint docs docs-serve
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-10s %s\n", $$1, $$2}'
@@ -36,3 +36,9 @@ gpu-check: ## on a CUDA machine, offline: install from .wheelhouse/, then every 
 
 lint: ## ruff
 	$(PYTHON) -m ruff check memexp kernels tests scripts
+
+docs: ## the documentation site, into site/ (mkdocs.yml; fails on a broken link or an unexplained config field)
+	$(PYTHON) -m mkdocs build --strict
+
+docs-serve: ## serve the documentation site at http://127.0.0.1:8000, rebuilt on every edit
+	$(PYTHON) -m mkdocs serve
