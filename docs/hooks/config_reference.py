@@ -152,8 +152,9 @@ def schema_fields(schema: type, prefix: str) -> Iterator[FieldDoc]:
     for klass in reversed(schema.__mro__):
         if dataclasses.is_dataclass(klass) and "__dataclass_fields__" in vars(klass):
             own = {name for name, value in vars(klass).get("__annotations__", {}).items()}
+            # a subclass that only changes a field's default keeps its base's explanation
             for name, text in _own_explanations(klass).items():
-                if name in own:
+                if name in own and (text or name not in explanations):
                     explanations[name] = (text, f"{klass.__module__}:{klass.__qualname__}")
     rules = _post_init_rules(schema)
     for field in dataclasses.fields(schema):
@@ -163,7 +164,21 @@ def schema_fields(schema: type, prefix: str) -> Iterator[FieldDoc]:
         if dataclasses.is_dataclass(value):
             yield from schema_fields(type(value), path)
             continue
+        element = _list_element(schema, field)
+        if element is not None:  # a list of dataclasses (a recipe's stages): one entry's fields
+            yield FieldDoc(path, _type_text(field), default, rules.get(field.name, ""), text, source)
+            yield from schema_fields(element, f"{path}[i]")
+            continue
         yield FieldDoc(path, _type_text(field), default, rules.get(field.name, ""), text, source)
+
+
+def _list_element(schema: type, field: dataclasses.Field) -> type | None:
+    """X when the field is written `list[X]` and X is a dataclass of the schema's module."""
+    kind = _type_text(field)
+    if not (kind.startswith("list[") and kind.endswith("]")):
+        return None
+    element = getattr(sys.modules[schema.__module__], kind[5:-1], None)
+    return element if dataclasses.is_dataclass(element) else None
 
 
 @dataclass
@@ -201,7 +216,7 @@ def sections() -> list[tuple[str, str, list[Section]]]:
         ("logger", "Where results go besides the run folder.", [Section("LoggerConfig", "`logger=...`", LoggerConfig, "logger")]),
         ("paths", "Where memexp writes.", [Section("PathsConfig", "always", PathsConfig, "paths")]),
         ("recipe (training)", "`python -m memexp train recipe=<name> key=value`: the training recipes.",
-         [Section(e.name, f"`recipe={e.name}`", e.load_schema(), "") for e in RECIPES]),
+         [Section(e.name, f"`recipe={e.name}`", e.load_schema(), "recipe") for e in RECIPES]),
     ]
     return groups
 
