@@ -16,7 +16,8 @@ install: ## install memexp with its test tools (CPU torch where there is no GPU)
 run: ## the quick-start run on the embedded default (tiny_gdn_words, generated RULER)
 	$(PYTHON) -m memexp run
 
-test: ## the whole CPU test suite, offline (what CI runs)
+test: ## the whole CPU test suite, offline (what CI runs), and the documentation site's strict build
+	$(PYTHON) -m mkdocs build --strict --site-dir site
 	$(PYTHON) -m pytest -q -m "not gpu"
 
 test-fast: ## the test suite without tests marked slow

@@ -1,4 +1,4 @@
-"""kernels/ lives at the top level (DESIGN.md) but is imported as `memexp.kernels`: its packages
+"""kernels/ lives at the top level (docs/architecture.md) but is imported as `memexp.kernels`: its packages
 (kernels/routing, kernels/distinctiveness) are mapped under memexp/kernels/__init__.py. kernels/
 itself has no __init__.py, so that it never shadows the PyPI package `kernels`, which transformers
 imports, when the repository root is on sys.path. Everything else is in pyproject.toml."""

@@ -8,7 +8,7 @@ trailing `# ...`, the comment lines right above it, or a string right below it).
 
 mkdocs runs this as a hook (mkdocs.yml `hooks:`) and serves the result as
 reference/configuration.md; a field without an explanation is a warning, so `mkdocs build --strict`
-fails on it, and tests/docs/test_config_reference.py names such fields.
+fails on it, and tests/docs/test_docs_config_reference.py names such fields.
 
     python docs/hooks/config_reference.py          # print the page (what the site shows)
 """
