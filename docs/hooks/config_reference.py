@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import html
 import inspect
 import io
 import logging
@@ -204,7 +205,7 @@ def sections() -> list[tuple[str, str, list[Section]]]:
         ("Run", "The top of every run (`python -m memexp run key=value`); the groups below fill "
                 "`backbone`, `method`, `bench`, `logger` and `paths`.",
          [Section("RunConfig", "always", RunConfig, "", skip=("backbone", "method", "bench", "logger"))]),
-        ("backbone", "Which checkpoint, how it runs (`backbone=<file>` picks a file of memexp/conf/backbone/).",
+        ("backbone", "Which checkpoint, how it runs (`backbone=<file>` picks a file of conf/backbone/).",
          [Section("BackboneConfig", "every backbone", BackboneConfig, "backbone")]),
         ("backbone.model (per architecture)", "The architecture's own fields: read from the checkpoint's "
          "config.json, or given here to build a model with random weights (`backbone.pretrained=null`).",
@@ -234,6 +235,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _prose(text: str) -> str:
+    """A source comment shown as text: `<run>` and `*` are not HTML or emphasis on the page."""
+    return _cell(html.escape(text, quote=False).replace("*", "\\*").replace("_", "\\_"))
+
+
 def _code(text: str) -> str:
     return f"`{text}`" if text and text != "required" else text
 
@@ -244,7 +250,7 @@ def render() -> str:
     out = ["# Configuration reference", "",
            "Generated from the schema dataclasses by `docs/hooks/config_reference.py` each time the site "
            "builds: every field, its type, its default, the values its schema allows and the comment that "
-           "explains it in the source. A YAML file in memexp/conf only fills these fields; "
+           "explains it in the source. A YAML file of the config tree (conf/) only fills these fields; "
            "`python -m memexp run --cfg job` prints the composed values of one run.", ""]
     for title, intro, group in sections():
         out += [f"## {title}", "", intro, ""]
@@ -255,7 +261,7 @@ def render() -> str:
             out += ["| field | type | default | allowed | what it means |", "|---|---|---|---|---|"]
             for f in section.fields():
                 out.append(f"| `{f.path}` | `{_cell(f.type)}` | {_cell(_code(f.default))} | {_cell(f.allowed)} | "
-                           f"{_cell(f.explanation) or '**no explanation in the source**'} |")
+                           f"{_prose(f.explanation) or '**no explanation in the source**'} |")
             out.append("")
         if title == "method":
             out += ["### NoteBank's routers", "", "`method.router=<name>` (registered in memexp.registry.ROUTERS):", ""]
