@@ -1,9 +1,11 @@
-"""The shipped options of a config group, listed on a page from the YAML files themselves.
+"""The shipped options of a config group, and the papers' numbers, listed on a page from conf/ itself.
 
 A page writes `<!-- conf-options: backbone -->` (or `bench`, ...) where the list goes; this mkdocs
 hook replaces the marker with one entry per file of that group: its name and the comment that heads
-the file (what it is, where its checkpoint or data come from). So the Backbones and Benchmarks pages
-never restate, and never fall behind, what conf/ says.
+the file (what it is, where its checkpoint or data come from). `<!-- paper-numbers: titan_ -->`
+becomes one table per `conf/experiment/<preset>[.<backbone>].paper.yaml` whose name starts so: the
+paper's own numbers for that preset, as the file holds them. So the pages never restate, and never
+fall behind, what conf/ says.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 import memexp
 
 MARKER = re.compile(r"<!-- conf-options: (\w+) -->")
+PAPER_MARKER = re.compile(r"<!-- paper-numbers: (\w+) -->")
 
 
 def conf_dir() -> Path:
@@ -43,5 +48,24 @@ def options(group: str) -> str:
     return "\n".join(f"- **`{group}={f.stem}`**: {header(f) or '(no header comment)'}" for f in files)
 
 
+def paper_numbers(prefix: str) -> str:
+    files = sorted((conf_dir() / "experiment").glob(f"{prefix}*.paper.yaml"))
+    if not files:
+        raise FileNotFoundError(f"conf/experiment/ has no {prefix}*.paper.yaml")
+    out = []
+    for f in files:
+        table = yaml.safe_load(f.read_text())
+        columns = list(dict.fromkeys(str(c) for row in table["rows"].values() for c in row))
+        backbone = f", {table['backbone']}" if table.get("backbone") else ""
+        out += [f"#### `{f.name.split('.')[0]}`: {table['source']} ({table['bench']}{backbone})", "",
+                "| row | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+        for name, row in table["rows"].items():
+            cells = {str(k): v for k, v in row.items()}
+            out.append(f"| {name} | " + " | ".join(str(cells.get(c, "")) for c in columns) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    markdown = PAPER_MARKER.sub(lambda m: paper_numbers(m.group(1)), markdown)
     return MARKER.sub(lambda m: options(m.group(1)), markdown)
