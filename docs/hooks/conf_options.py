@@ -23,7 +23,7 @@ PAPER_MARKER = re.compile(r"<!-- paper-numbers: (\w+) -->")
 
 
 def conf_dir() -> Path:
-    """conf/ at the repository root (the redesign's place), else the package's memexp/conf/."""
+    """conf/ at the repository root (the redesign's place), else the conf folder inside the package (before it)."""
     package = Path(memexp.__file__).resolve().parent
     for candidate in (package.parent / "conf", package / "conf"):
         if candidate.is_dir():

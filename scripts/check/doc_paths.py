@@ -12,7 +12,7 @@ What counts as a named path:
   files at the top (a README or design note).
 A span with a placeholder (`<run>`, `{a,b}`, `*`, `...`, `$VAR`, a space) names a pattern, not a
 file, and is skipped; so is everything under outputs/ (written by runs, never committed).
-`conf/...` names the config tree wherever it sits (conf/ at the top, or memexp/conf/).
+`conf/...` names the config tree wherever it sits (conf/ at the top, or inside the package before the redesign).
 tests/docs/test_docs_paths.py runs this check in the suite.
 """
 
@@ -53,7 +53,7 @@ def conf_root() -> Path:
 
 
 def ignored_prefixes() -> tuple[str, ...]:
-    """Folders git ignores (a machine's own settings, memexp/conf/local/): named, never committed."""
+    """Folders git ignores (a machine's own settings under the config tree's local/): named, never committed."""
     out = []
     for line in (REPO / ".gitignore").read_text().splitlines():
         line = line.strip().lstrip("/")

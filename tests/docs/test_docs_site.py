@@ -59,3 +59,23 @@ def test_the_configuration_reference_is_generated_into_the_site(site):
     page = (site / "reference" / "configuration" / "index.html").read_text()
     assert "method.replay_budget" in page and "R: notes replayed per question" in page
     assert "no explanation in the source" not in page
+
+
+def test_the_pages_list_every_shipped_option_and_paper_table(site):
+    # the names come from the config tree's folders, listed here by the test itself
+    from memexp.app import group_options
+
+    backbones = (site / "backbones" / "index.html").read_text()
+    for option in group_options("backbone"):
+        assert f"backbone={option}" in backbones, f"the Backbones page does not list backbone={option}"
+    benches = (site / "benches" / "index.html").read_text()
+    for option in group_options("bench"):
+        assert f"bench={option}" in benches
+    notebank = (site / "reproducing-notebank" / "index.html").read_text()
+    titan = (site / "reproducing-titan" / "index.html").read_text()
+    presets = {p.split(".")[0] for p in group_options("experiment")}
+    for preset in sorted(presets):
+        if preset.startswith("paper_"):
+            assert f"{preset}</code>: " in notebank, f"no paper numbers for {preset}"
+        elif preset.startswith("titan_"):
+            assert f"{preset}</code>: " in titan, f"no paper numbers for {preset}"
