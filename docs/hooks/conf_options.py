@@ -10,6 +10,7 @@ fall behind, what conf/ says.
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,9 @@ def header(path: Path) -> str:
         if not line.startswith("#"):
             break
         lines.append(line.lstrip("#").strip())
-    return " ".join(line for line in lines if line and not line.startswith("@package"))
+    text = " ".join(line for line in lines if line and not line.startswith("@package"))
+    # shown as text: `<subset>.jsonl` is no HTML tag, `*` no emphasis
+    return html.escape(text, quote=False).replace("*", "\\*")
 
 
 def options(group: str) -> str:
