@@ -3,7 +3,7 @@
 A page writes `<!-- conf-options: backbone -->` (or `bench`, ...) where the list goes; this mkdocs
 hook replaces the marker with one entry per file of that group: its name and the comment that heads
 the file (what it is, where its checkpoint or data come from). `<!-- paper-numbers: titan_ -->`
-becomes one table per `conf/experiment/<preset>[.<backbone>].paper.yaml` whose name starts so: the
+becomes one table per paper-numbers file (paper_numbers_files) whose preset's name starts so: the
 paper's own numbers for that preset, as the file holds them. So the pages never restate, and never
 fall behind, what conf/ says.
 """
@@ -51,10 +51,22 @@ def options(group: str) -> str:
     return "\n".join(f"- **`{group}={f.stem}`**: {header(f) or '(no header comment)'}" for f in files)
 
 
-def paper_numbers(prefix: str) -> str:
-    files = sorted((conf_dir() / "experiment").glob(f"{prefix}*.paper.yaml"))
+def paper_numbers_files(prefix: str) -> list[Path]:
+    """The presets' paper-numbers files whose names start with `prefix`: beside the report that reads
+    them (the report package's paper_numbers/<preset>[.<backbone>].yaml, the redesign's place), else beside
+    the presets (conf/experiment/<preset>[.<backbone>].paper.yaml)."""
+    beside_report = Path(memexp.__file__).resolve().parent / "report" / "paper_numbers"
+    if beside_report.is_dir():
+        files = sorted(beside_report.glob(f"{prefix}*.yaml"))
+    else:
+        files = sorted((conf_dir() / "experiment").glob(f"{prefix}*.paper.yaml"))
     if not files:
-        raise FileNotFoundError(f"conf/experiment/ has no {prefix}*.paper.yaml")
+        raise FileNotFoundError(f"no paper-numbers file for presets {prefix}*")
+    return files
+
+
+def paper_numbers(prefix: str) -> str:
+    files = paper_numbers_files(prefix)
     out = []
     for f in files:
         table = yaml.safe_load(f.read_text())
