@@ -3,7 +3,7 @@ PYTHON ?= python
 # A machine without a GPU gets the CPU build of torch first; a GPU machine keeps (or gets) its CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: help install run test test-fast test-gpu bench wheelhouse gpu-check lint
+.PHONY: help install run test test-fast test-gpu bench wheelhouse gpu-check lint docs docs-serve
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-10s %s\n", $$1, $$2}'
@@ -16,7 +16,8 @@ install: ## install memexp with its test tools (CPU torch where there is no GPU)
 run: ## the quick-start run on the embedded default (tiny_gdn_words, generated RULER)
 	$(PYTHON) -m memexp run
 
-test: ## the whole CPU test suite, offline (what CI runs)
+test: ## the whole CPU test suite, offline (what CI runs), and the documentation site's strict build
+	$(PYTHON) -m mkdocs build --strict --site-dir site
 	$(PYTHON) -m pytest -q -m "not gpu"
 
 test-fast: ## the test suite without tests marked slow
@@ -36,3 +37,9 @@ gpu-check: ## on a CUDA machine, offline: install from .wheelhouse/, then every 
 
 lint: ## ruff
 	$(PYTHON) -m ruff check memexp kernels tests scripts
+
+docs: ## the documentation site, into site/ (mkdocs.yml; fails on a broken link or an unexplained config field)
+	$(PYTHON) -m mkdocs build --strict
+
+docs-serve: ## serve the documentation site at http://127.0.0.1:8000, rebuilt on every edit
+	$(PYTHON) -m mkdocs serve

@@ -1,5 +1,5 @@
-"""Two top-level folders are installed inside the package (DESIGN.md's layout, one tree a reader
-sees): conf/ as memexp.conf (the Hydra configs, found by module) and kernels/<op>/ as
+"""Two top-level folders are installed inside the package (docs/architecture.md's layout, one tree a
+reader sees): conf/ as memexp.conf (the Hydra configs, found by module) and kernels/<op>/ as
 memexp.kernels.<op>. kernels/ itself has no __init__.py, so that it never shadows the PyPI package
 `kernels`, which transformers imports, when the repository root is on sys.path. Everything else is
 in pyproject.toml."""

@@ -162,9 +162,9 @@ class BackboneConfig:
     """A pretrained model. `pretrained` is a hub id or a local directory; with
     `pretrained=null` the model is built with random weights from `model` (tests)."""
 
-    name: str = "tiny_gdn"
+    name: str = "tiny_gdn"  # the option's name (the conf/backbone file); part of the run folder's path
     arch: str = "gdn"  # a name in memexp.core.registry.ARCHS: which implementation reads the checkpoint
-    pretrained: Optional[str] = None
+    pretrained: Optional[str] = None  # hub id or local directory of the checkpoint; null = random weights from `model`
     revision: Optional[str] = None  # hub revision (commit or tag)
     tokenizer: Optional[str] = None  # tokenizer source when not beside the weights
     dtype: str = "auto"  # auto = bfloat16 on CUDA, float32 on CPU
@@ -201,7 +201,7 @@ class BackboneConfig:
 class MethodConfig:
     """The base of every method schema: `name` picks the entry in memexp.core.registry.METHODS."""
 
-    name: str = "plain"
+    name: str = "plain"  # a name in memexp.core.registry.METHODS: which method runs (each schema sets its own)
 
 
 def parse_shard(value: Optional[str]) -> Optional[tuple[int, int]]:
@@ -224,8 +224,8 @@ class BenchConfig:
     `shard="i/n"` runs the examples whose index in the benchmark's fixed order is i mod n
     (memexp.run.shards); each shard is its own run folder."""
 
-    name: str = "ruler"
-    shard: Optional[str] = None
+    name: str = "ruler"  # a name in memexp.core.registry.BENCHES: which benchmark runs (each schema sets its own)
+    shard: Optional[str] = None  # "i/n": run only the examples whose index is i mod n; null = all
 
     def __post_init__(self) -> None:
         parse_shard(self.shard)
@@ -236,10 +236,11 @@ class LoggerConfig:
     """Where results go besides the local run folder (always written)."""
 
     name: str = "none"  # none | wandb
-    project: str = "memexp"
-    entity: Optional[str] = None
+    project: str = "memexp"  # the W&B project
+    entity: Optional[str] = None  # the W&B entity (user or team); null = the account's default
     mode: str = "auto"  # auto = online with credentials, else offline
     group: Optional[str] = None  # default: the sweep (multirun) folder name
+    # extra W&B tags besides backbone:, method:, bench: and the run's fields
     tags: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -252,7 +253,7 @@ class PathsConfig:
     """Where memexp writes (conf/paths/default.yaml): one root, set by $MEMEXP_ROOT or
     paths.root=..., under which runs, sweeps and every relative bench.cache_dir live."""
 
-    root: str = "."
+    root: str = "."  # where memexp writes; $MEMEXP_ROOT, else the folder memexp starts in
     runs: str = "outputs/runs"  # the default output_dir
     multirun: str = "outputs/multirun"  # the default hydra.sweep.dir's parent
 
@@ -275,9 +276,9 @@ class RunConfig:
     bench: BenchConfig
     logger: LoggerConfig
     kernels: str = "auto"  # auto | triton | torch
-    output_dir: str = "outputs/runs"
+    output_dir: str = "outputs/runs"  # where run folders are made (<output_dir>/<bench>/<backbone>/<method>/<hash>)
     threads: Optional[int] = None  # torch CPU threads; null = cores / parallel jobs of the launcher
-    progress: bool = True
+    progress: bool = True  # a progress bar on the terminal
     max_examples: Optional[int] = None  # stop after this many examples (smoke runs)
     paths: PathsConfig = field(default_factory=PathsConfig)
     # the summary value a run returns to Hydra's sweeper (Optuna maximises it): a summary.json key,

@@ -1,6 +1,6 @@
 """memexp's own Triton kernels, each beside its PyTorch reference.
 
-Their sources live in the top-level kernels/ folder (DESIGN.md); setup.py maps its packages in
+Their sources live in the top-level kernels/ folder (docs/architecture.md); setup.py maps its packages in
 here (kernels/routing -> memexp.kernels.routing). That folder has no __init__.py on purpose: run
 from the repository root (`python -m memexp`, `python -m pytest`), the root is on sys.path, and a
 regular package kernels/ there would be the top-level `kernels` every import finds first, in

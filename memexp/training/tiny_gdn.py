@@ -44,13 +44,13 @@ CHECKPOINT_DIR = ASSETS_DIR / "tiny_gdn"
 class Stage:
     """One curriculum stage; every batch holds examples with the same haystack size."""
 
-    name: str = "stage"
-    steps: int = 100
-    batch_size: int = 16
+    name: str = "stage"  # the stage's name in the log and recipe.json
+    steps: int = 100  # optimizer steps
+    batch_size: int = 16  # sequences per step
     lr: float = 3e-3  # peak learning rate: 10-step warmup, then cosine to 10 % of it
     question: str = "ruler"  # ruler | short (see memexp.training.niah_text)
     min_lines: int = 1  # noise lines in the haystack, drawn uniformly per batch
-    max_lines: int = 6
+    max_lines: int = 6  # the most noise lines in the haystack
     note_fraction: float = 0.25  # share of batches in NoteBank's replay form (needle, suffix, question)
 
 
@@ -81,12 +81,12 @@ class TinyGDNRecipe:
         "hidden_ratio": 4, "vocab_size": 258})  # FLA GatedDeltaNetConfig fields
     init: str = "torch"  # torch: PyTorch's module defaults (embeddings N(0, 1)) | fla: FLA's std-0.02 init
     decay_min: float = 1e-4  # initial per-token forgetting 1 - exp(g), log-uniform over heads
-    decay_max: float = 1e-3
+    decay_max: float = 1e-3  # the largest initial per-token forgetting (see decay_min)
     conv_init: float = 0.5  # short-conv taps ~ U(-conv_init, conv_init) (PyTorch's Conv1d default for 4 taps)
     answer_weight: float = 5.0  # loss weight of answer tokens (value, '.', EOS)
     other_weight: float = 0.1  # loss weight of every other token
     replay_suffix: str = " "  # text between a replayed note and the question (NoteBankConfig.replay_suffix)
-    stages: list[Stage] = field(default_factory=list)
+    stages: list[Stage] = field(default_factory=list)  # the curriculum, run in order
     threads: int = 2  # torch CPU threads
     log_every: int = 25  # steps between progress lines
     eval_length: int = 1024  # RULER target length of the final check (the training length)

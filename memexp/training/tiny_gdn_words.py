@@ -63,11 +63,11 @@ CHECKPOINT_DIR = ASSETS_DIR / NAME
 class WordsStage:
     """One stage; each step draws a context budget in [min_tokens, max_tokens] for its batch."""
 
-    name: str = "stage"
-    steps: int = 100
-    batch_size: int = 16
+    name: str = "stage"  # the stage's name in the log and recipe.json
+    steps: int = 100  # optimizer steps
+    batch_size: int = 16  # sequences per step
     lr: float = 3e-3  # peak learning rate: 10-step warmup, then cosine to 10 % of it
-    min_tokens: int = 128
+    min_tokens: int = 128  # the shortest context budget drawn
     max_tokens: int = 1024  # the training length bounds every stage's max_tokens
     # the tasks drawn (uniformly), a subset of niah_words.SIX_TASKS and VARIANTS; empty = all six
     # (plus variant_share of word-valued variants). One needle and one value first, so the model
@@ -94,7 +94,7 @@ class WordsStage:
     # layer followed. Meant for the lexical layer, whose keys find the asked needle (docs/benchmarks.md,
     # "the key is found and not read") while its output does not name the needle's value. 0 = off.
     lens_layer: int = 0
-    lens_weight: float = 0.0
+    lens_weight: float = 0.0  # the weight of that lens loss (see lens_layer); 0 = off
     # layers whose query becomes their key from this stage on (q_proj and q_conv1d take k_proj's and
     # k_conv1d's weights and share them, so q_t = k_t at every token; see tie_queries_to_keys). The
     # checkpoint stores both, equal, in FLA's format. Empty = no change (every shipped stage; tried:
@@ -118,10 +118,10 @@ class TinyGDNWordsRecipe:
         "hidden_size": 128, "num_hidden_layers": 4, "num_heads": 4, "head_dim": 32, "expand_v": 1.0,
         "hidden_ratio": 4})  # FLA GatedDeltaNetConfig fields; vocab_size comes from the trained tokenizer
     init: str = "torch"  # torch | fla (see memexp.training.tiny_gdn)
-    decay_min: float = 1e-4
-    decay_max: float = 1e-3
-    conv_init: float = 0.5
-    embed_std: float = 0.1
+    decay_min: float = 1e-4  # initial per-token forgetting 1 - exp(g), log-uniform over heads
+    decay_max: float = 1e-3  # the largest initial per-token forgetting
+    conv_init: float = 0.5  # short-conv taps ~ U(-conv_init, conv_init)
+    embed_std: float = 0.1  # the std of the initial embeddings when they are tied to the LM head
     # the first `induction_layers` layers start as copy (induction) layers (see induction_init)
     induction_layers: int = 1  # the init of a tied embedding / LM head (model.tie_word_embeddings)
     # per head of each induction layer, how many preceding tokens its copy is keyed on (1 to
@@ -140,7 +140,7 @@ class TinyGDNWordsRecipe:
     # projection orthogonal to the text's mean direction, std `lexical_scale`; a channel NoteBank's
     # native router can match the question's words on. A bag spans model.conv_size tokens
     lexical_heads: int = 0
-    lexical_scale: float = 0.3
+    lexical_scale: float = 0.3  # the std of the lexical heads' fixed random projection (see lexical_heads)
     # whiten their inputs by the text's second moment first (lexical_heads.text_whitening): an
     # IDF-like weight that training cannot undo by moving the embeddings
     lexical_whiten: bool = False
@@ -149,9 +149,9 @@ class TinyGDNWordsRecipe:
     variant_share: float = 0.15  # share of word-valued examples (niah_words.WORD_VARIANTS)
     other_positions: int = 64  # non-answer positions per sequence that get the LM loss
     other_weight: float = 0.1  # their loss weight (answer tokens weigh 1)
-    stages: list[WordsStage] = field(default_factory=list)
-    threads: int = 2
-    log_every: int = 25
+    stages: list[WordsStage] = field(default_factory=list)  # the curriculum, run in order
+    threads: int = 2  # torch CPU threads
+    log_every: int = 25  # steps between progress lines
     eval_seed: int = 7  # the validation seed of the final check (never RULER's 42 nor a reported seed)
     eval_samples: int = 10  # examples per task in the final check at train_length; 0 = skip
 

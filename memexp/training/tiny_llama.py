@@ -43,10 +43,10 @@ class CopyWarmup:
     loss weights the second copy 1 and the rest `other_weight`; constant lr, AdamW."""
 
     steps: int = 0  # 0 = no warm-up
-    batch_size: int = 16
-    lr: float = 1e-3
+    batch_size: int = 16  # strings per step
+    lr: float = 1e-3  # the warm-up's constant learning rate
     min_chars: int = 8  # string length, drawn per step
-    max_chars: int = 48
+    max_chars: int = 48  # the longest string
 
     def check(self) -> None:
         if self.steps < 0 or self.batch_size < 1 or self.lr <= 0 or not 1 <= self.min_chars <= self.max_chars:
@@ -68,9 +68,9 @@ class TinyLlamaRecipe:
     other_weight: float = 0.1  # loss weight of every other token
     replay_suffix: str = " "  # text of tiny_gdn's replay-form batches (niah_text); unused with note_fraction 0
     copy: CopyWarmup = field(default_factory=CopyWarmup)
-    stages: list[Stage] = field(default_factory=list)
+    stages: list[Stage] = field(default_factory=list)  # the NIAH curriculum after the warm-up, run in order
     threads: int = 2  # torch CPU threads
-    log_every: int = 25
+    log_every: int = 25  # steps between progress lines
     eval_length: int = 1024  # RULER target length of the final check
     eval_samples: int = 50  # RULER seed-42 examples in the final check; 0 = skip
 

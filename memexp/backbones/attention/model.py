@@ -44,26 +44,26 @@ class AttentionConfig:
     """The architecture, with the field names of transformers' LlamaConfig. `rope_theta`,
     `rope_scaling` and `rope_parameters` are read by `rope_from_config`."""
 
-    hidden_size: int = 2048
-    num_hidden_layers: int = 16
-    num_attention_heads: int = 32
-    num_key_value_heads: int | None = None
-    head_dim: int | None = None
-    intermediate_size: int = 8192
-    rms_norm_eps: float = 1e-5
-    rope_theta: float = 10000.0
-    rope_scaling: dict | None = None
-    rope_parameters: dict | None = None
-    max_position_embeddings: int | None = None
-    attention_bias: bool = False
+    hidden_size: int = 2048  # the residual stream's width
+    num_hidden_layers: int = 16  # decoder blocks
+    num_attention_heads: int = 32  # query heads
+    num_key_value_heads: int | None = None  # key / value heads (grouped-query attention); null = num_attention_heads
+    head_dim: int | None = None  # dimension per head; null = hidden_size / num_attention_heads
+    intermediate_size: int = 8192  # the MLP's width
+    rms_norm_eps: float = 1e-5  # RMSNorm epsilon
+    rope_theta: float = 10000.0  # RoPE's base
+    rope_scaling: dict | None = None  # RoPE scaling, the layout of transformers before 5 (with rope_theta)
+    rope_parameters: dict | None = None  # RoPE theta, type and scaling in one dict, transformers 5's layout
+    max_position_embeddings: int | None = None  # the positions RoPE is configured for
+    attention_bias: bool = False  # biases on q / k / v (and o, see output_bias)
     output_bias: bool | None = None  # o_proj bias; None: attention_bias (Llama), FLA has none
-    mlp_bias: bool = False
-    window: int | None = None
-    vocab_size: int = 128256
-    tie_word_embeddings: bool = False
-    bos_token_id: int | None = None
-    eos_token_id: int | list | None = None
-    hidden_act: str = "silu"
+    mlp_bias: bool = False  # biases in the MLP
+    window: int | None = None  # sliding-window attention over the last W positions (FLA's window_size); null = full
+    vocab_size: int = 128256  # tokens in the embedding and the LM head
+    tie_word_embeddings: bool = False  # the LM head shares the embedding matrix
+    bos_token_id: int | None = None  # the tokenizer's beginning-of-sequence id
+    eos_token_id: int | list | None = None  # the tokenizer's end-of-sequence id(s)
+    hidden_act: str = "silu"  # the MLP's activation
 
     @classmethod
     def from_dict(cls, values: dict, strict: bool = False, where: str = "config.json") -> "AttentionConfig":

@@ -44,28 +44,29 @@ FLA_INERT_FIELDS = {  # FLA config fields that do not change inference results
 class GDNConfig:
     """The architecture, with the field names and defaults of FLA's GatedDeltaNetConfig."""
 
-    hidden_size: int = 2048
-    num_hidden_layers: int = 21
-    num_heads: int = 6
-    head_dim: int = 256
-    expand_v: float = 2.0
-    num_v_heads: int | None = None
-    use_gate: bool = True
-    use_short_conv: bool = True
-    conv_size: int = 4
-    allow_neg_eigval: bool = False
+    hidden_size: int = 2048  # the residual stream's width
+    num_hidden_layers: int = 21  # GDN blocks
+    num_heads: int = 6  # query / key heads
+    head_dim: int = 256  # key (and query) dimension per head
+    expand_v: float = 2.0  # value dimension per head = head_dim x expand_v
+    num_v_heads: int | None = None  # value heads (a multiple of num_heads); null = num_heads
+    use_gate: bool = True  # the output gate g_proj (gated RMSNorm before o_proj)
+    use_short_conv: bool = True  # short causal convs on q, k and v
+    conv_size: int = 4  # taps of each short conv
+    allow_neg_eigval: bool = False  # beta in (0, 2) instead of (0, 1): the state update may have negative eigenvalues
+    # MLP width = FLA's rounding of hidden_size x hidden_ratio when intermediate_size is null
     hidden_ratio: int | None = 4
-    intermediate_size: int | None = None
-    hidden_act: str = "swish"
-    norm_eps: float = 1e-6
-    vocab_size: int = 32000
-    tie_word_embeddings: bool = False
-    initializer_range: float = 0.02
-    bos_token_id: int | None = 1
-    eos_token_id: int | None = 2
-    output_gate_activation: str = "swish"
+    intermediate_size: int | None = None  # the MLP's width; null = from hidden_ratio
+    hidden_act: str = "swish"  # the MLP's activation
+    norm_eps: float = 1e-6  # RMSNorm epsilon
+    vocab_size: int = 32000  # tokens in the embedding and the LM head
+    tie_word_embeddings: bool = False  # the LM head shares the embedding matrix
+    initializer_range: float = 0.02  # std of FLA's normal init of random weights
+    bos_token_id: int | None = 1  # the tokenizer's beginning-of-sequence id
+    eos_token_id: int | None = 2  # the tokenizer's end-of-sequence id
+    output_gate_activation: str = "swish"  # the output gate's activation in the gated RMSNorm
     attn: dict | None = None  # FLA's hybrid-attention spec; memexp's GDN is pure
-    attnres_block_size: int | None = None
+    attnres_block_size: int | None = None  # FLA's attention-residual blocks: refused when set (memexp's GDN has none)
 
     @classmethod
     def from_dict(cls, values: dict, strict: bool = False, where: str = "config.json") -> "GDNConfig":

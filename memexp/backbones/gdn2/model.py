@@ -53,22 +53,22 @@ class GDN2Config:
     """The architecture of LitGPT's pure GDN-2 models (gdn2_per_layer=1) and the
     GatedDeltaNet2 layer defaults NVlabs' Block constructs it with."""
 
-    hidden_size: int = 2304
-    num_hidden_layers: int = 18
-    num_heads: int = 16
-    head_dim: int = 128
-    expand_v: float = 1.0
-    num_v_heads: int | None = None
-    conv_size: int = 4
-    allow_neg_eigval: bool = False
-    intermediate_size: int = 6208
-    norm_eps: float = 1e-5
-    layer_norm_eps: float = 1e-5
-    vocab_size: int = 32000
-    tie_word_embeddings: bool = False
-    output_gate_activation: str = "swish"
-    bos_token_id: int | None = 1
-    eos_token_id: int | None = 2
+    hidden_size: int = 2304  # the residual stream's width
+    num_hidden_layers: int = 18  # GDN-2 blocks
+    num_heads: int = 16  # query / key heads
+    head_dim: int = 128  # key (and query) dimension per head
+    expand_v: float = 1.0  # value dimension per head = head_dim x expand_v
+    num_v_heads: int | None = None  # value heads; null = num_heads
+    conv_size: int = 4  # taps of each short conv
+    allow_neg_eigval: bool = False  # beta in (0, 2) instead of (0, 1): the state update may have negative eigenvalues
+    intermediate_size: int = 6208  # the SwiGLU MLP's width
+    norm_eps: float = 1e-5  # epsilon of the output norm inside the GDN-2 layer
+    layer_norm_eps: float = 1e-5  # epsilon of the blocks' pre-norms and the final norm
+    vocab_size: int = 32000  # tokens in the embedding and the LM head
+    tie_word_embeddings: bool = False  # the LM head shares the embedding matrix
+    output_gate_activation: str = "swish"  # swish (NVlabs' code) | sigmoid (FLA's port)
+    bos_token_id: int | None = 1  # the tokenizer's beginning-of-sequence id
+    eos_token_id: int | None = 2  # the tokenizer's end-of-sequence id
 
     @classmethod
     def from_dict(cls, values: dict, strict: bool = False, where: str = "config.json") -> "GDN2Config":

@@ -59,26 +59,27 @@ class HybridConfig:
     """The text architecture, with the field names and defaults of transformers'
     Qwen3_5TextConfig ("Qwen3.5-9B style")."""
 
-    vocab_size: int = 248320
-    hidden_size: int = 4096
-    intermediate_size: int = 12288
-    num_hidden_layers: int = 32
-    num_attention_heads: int = 16
-    num_key_value_heads: int = 4
-    head_dim: int = 256
-    rms_norm_eps: float = 1e-6
-    linear_conv_kernel_dim: int = 4
-    linear_key_head_dim: int = 128
-    linear_value_head_dim: int = 128
-    linear_num_key_heads: int = 16
-    linear_num_value_heads: int = 32
-    layer_types: list | None = None
+    vocab_size: int = 248320  # tokens in the embedding and the LM head
+    hidden_size: int = 4096  # the residual stream's width
+    intermediate_size: int = 12288  # the MLP's width
+    num_hidden_layers: int = 32  # blocks (GDN and gated attention, see layer_types)
+    num_attention_heads: int = 16  # query heads of the attention layers
+    num_key_value_heads: int = 4  # key / value heads of the attention layers
+    head_dim: int = 256  # dimension per attention head
+    rms_norm_eps: float = 1e-6  # RMSNorm epsilon
+    linear_conv_kernel_dim: int = 4  # taps of the GDN layers' short convs
+    linear_key_head_dim: int = 128  # key dimension per GDN head
+    linear_value_head_dim: int = 128  # value dimension per GDN head
+    linear_num_key_heads: int = 16  # query / key heads of the GDN layers
+    linear_num_value_heads: int = 32  # value heads of the GDN layers
+    layer_types: list | None = None  # "linear_attention" (GDN) or "full_attention" per layer; null = every full_attention_interval-th (4) full
+    # RoPE type, theta, partial rotary factor and YaRN scaling of the attention layers
     rope_parameters: dict | None = None
-    max_position_embeddings: int = 262144
-    attention_bias: bool = False
-    tie_word_embeddings: bool = False
-    bos_token_id: int | None = None
-    eos_token_id: int | list | None = None
+    max_position_embeddings: int = 262144  # the positions RoPE is configured for
+    attention_bias: bool = False  # biases on q / k / v / o
+    tie_word_embeddings: bool = False  # the LM head shares the embedding matrix
+    bos_token_id: int | None = None  # the tokenizer's beginning-of-sequence id
+    eos_token_id: int | list | None = None  # the tokenizer's end-of-sequence id(s)
 
     @classmethod
     def from_dict(cls, values: dict, strict: bool = False, where: str = "config.json") -> "HybridConfig":

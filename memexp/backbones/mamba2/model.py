@@ -59,24 +59,24 @@ class Mamba2Config:
     """The architecture, with the field names and defaults of transformers' Mamba2Config
     (except n_groups, whose mamba_ssm default of 1 is the 1.3B model's)."""
 
-    hidden_size: int = 2048
-    num_hidden_layers: int = 48
-    num_heads: int = 64
-    head_dim: int = 64
-    state_size: int = 128
-    n_groups: int = 1
-    expand: int = 2
-    conv_kernel: int = 4
-    use_bias: bool = False
-    use_conv_bias: bool = True
-    layer_norm_epsilon: float = 1e-5
-    residual_in_fp32: bool = True
-    chunk_size: int = 256
-    time_step_limit: tuple = (0.0, math.inf)
-    vocab_size: int = 50288
-    tie_word_embeddings: bool = True
-    bos_token_id: int | None = 0
-    eos_token_id: int | None = 0
+    hidden_size: int = 2048  # the residual stream's width
+    num_hidden_layers: int = 48  # Mamba-2 blocks
+    num_heads: int = 64  # SSM heads
+    head_dim: int = 64  # channels per SSM head
+    state_size: int = 128  # the SSM state's size N per group (B and C width)
+    n_groups: int = 1  # B / C groups shared by the heads
+    expand: int = 2  # inner width = hidden_size x expand
+    conv_kernel: int = 4  # taps of the short causal conv on x, B, C
+    use_bias: bool = False  # biases on in_proj and out_proj
+    use_conv_bias: bool = True  # a bias on the short conv
+    layer_norm_epsilon: float = 1e-5  # RMSNorm epsilon
+    residual_in_fp32: bool = True  # keep the residual stream in fp32
+    chunk_size: int = 256  # the SSD scan's chunk length
+    time_step_limit: tuple = (0.0, math.inf)  # dt is clamped to this range
+    vocab_size: int = 50288  # tokens in the embedding and the LM head
+    tie_word_embeddings: bool = True  # the LM head shares the embedding matrix
+    bos_token_id: int | None = 0  # the tokenizer's beginning-of-sequence id
+    eos_token_id: int | None = 0  # the tokenizer's end-of-sequence id
 
     @classmethod
     def from_dict(cls, values: dict, strict: bool = False, where: str = "config.json") -> "Mamba2Config":

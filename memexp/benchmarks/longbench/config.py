@@ -18,13 +18,13 @@ class LongBenchConfig(BenchConfig):
     """LongBench v1, the 12 English subsets of the NoteBank paper's Table 1."""
 
     name: str = "longbench"
-    tasks: list[str] = field(default_factory=lambda: list(LONGBENCH_TASKS))
+    tasks: list[str] = field(default_factory=lambda: list(LONGBENCH_TASKS))  # the English subsets to run
     num_samples: Optional[int] = 30  # first rows of each subset (the paper's 30 fixed examples); null = all
     max_length: Optional[int] = None  # middle-truncate context + question to this many tokens; null = never
     max_new_tokens: Optional[int] = None  # override LongBench's per-subset dataset2maxlen
     data_path: Optional[str] = None  # folder of <subset>.jsonl (the official data.zip layout) or one .jsonl
-    cache_dir: str = "outputs/cache/data/longbench"
-    hub_id: str = "THUDM/LongBench"
+    cache_dir: str = "outputs/cache/data/longbench"  # downloaded data (relative: under paths.root)
+    hub_id: str = "THUDM/LongBench"  # the hub dataset `memexp data` reads
 
     def __post_init__(self) -> None:
         super().__post_init__()  # bench.shard

@@ -18,7 +18,7 @@ class LongBenchV2Config(BenchConfig):
     # both empty keeps all 503.
     domains: list[str] = field(default_factory=lambda: [
         "Single-Document QA", "Multi-Document QA", "Long-dialogue History Understanding"])
-    sub_domains: list[str] = field(default_factory=lambda: ["User guide QA"])
+    sub_domains: list[str] = field(default_factory=lambda: ["User guide QA"])  # sub_domains kept besides `domains`
     # The position budget: tokens of the complete prompt (context with BOS + question).
     # pred.py's model2maxlen for most models is 120000; null = every example kept whole.
     max_length: Optional[int] = 120000
@@ -34,8 +34,8 @@ class LongBenchV2Config(BenchConfig):
     max_new_tokens: int = 128  # pred.py without CoT; with skip, also reserved for generation
     num_samples: Optional[int] = None  # first questions after filtering; null = all
     data_path: Optional[str] = None  # data.json (a list) or a .jsonl of records
-    cache_dir: str = "outputs/cache/data/longbench_v2"
-    hub_id: str = "THUDM/LongBench-v2"
+    cache_dir: str = "outputs/cache/data/longbench_v2"  # downloaded data (relative: under paths.root)
+    hub_id: str = "THUDM/LongBench-v2"  # the hub dataset `memexp data` reads
 
     def __post_init__(self) -> None:
         super().__post_init__()  # bench.shard

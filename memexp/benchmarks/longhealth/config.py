@@ -17,6 +17,7 @@ class LongHealthConfig(BenchConfig):
     """LongHealth multiple-choice QA over a patient's discharge letters (Titan-Llama paper)."""
 
     name: str = "longhealth"
+    # task1 (the patient's letters) | task2 (+ distractors) | task3 (distractors only)
     tasks: list[str] = field(default_factory=lambda: ["task1"])
     seed: int = 0  # document order and distractor sampling
     # greedy: one answer per question (the Titan-Llama paper's numbers); official: the
@@ -26,10 +27,11 @@ class LongHealthConfig(BenchConfig):
     # token budget for documents + question (official: 16000 - system); answer letters are
     # selected first, then the others; null = all letters
     max_length: Optional[int] = None
-    max_new_tokens: int = 50
+    max_new_tokens: int = 50  # tokens generated per answer
     num_samples: Optional[int] = None  # first patients; null = all 20
     data_path: Optional[str] = None  # benchmark_v5.json
-    cache_dir: str = "outputs/cache/data/longhealth"
+    cache_dir: str = "outputs/cache/data/longhealth"  # the downloaded file (relative: under paths.root)
+    # what `memexp data` downloads
     url: str = "https://raw.githubusercontent.com/kbressem/LongHealth/main/data/benchmark_v5.json"
 
     def __post_init__(self) -> None:

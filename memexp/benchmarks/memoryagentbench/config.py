@@ -18,15 +18,15 @@ class MemoryAgentBenchConfig(BenchConfig):
     """MemoryAgentBench as its long-context agent sees it; the NoteBank paper's 11 configurations."""
 
     name: str = "memoryagentbench"
-    tasks: list[str] = field(default_factory=lambda: list(MEMORYAGENTBENCH_TASKS))
+    tasks: list[str] = field(default_factory=lambda: list(MEMORYAGENTBENCH_TASKS))  # the configurations to run
     chunk_size: int = 4096  # tokens per memorised chunk (every data config's chunk_size)
     chunker: str = "official"  # official: nltk punkt + tiktoken o200k_base | approximate: regex + backbone tokens
     time_stamp: str = "2025-01-01 00:00:00"  # the agent stamps each chunk with the clock; fixed here
     input_length_limit: Optional[int] = None  # the agent's window; null = unlimited (no truncation)
     max_questions: Optional[int] = None  # first questions of each context; null = all
     data_path: Optional[str] = None  # folder of <source>.jsonl, or one .jsonl/.json of rows
-    cache_dir: str = "outputs/cache/data/memoryagentbench"
-    hub_id: str = "ai-hyz/MemoryAgentBench"
+    cache_dir: str = "outputs/cache/data/memoryagentbench"  # downloaded data (relative: under paths.root)
+    hub_id: str = "ai-hyz/MemoryAgentBench"  # the hub dataset `memexp data` reads
 
     def __post_init__(self) -> None:
         super().__post_init__()  # bench.shard

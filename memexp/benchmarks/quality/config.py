@@ -27,7 +27,8 @@ class QualityConfig(BenchConfig):
     max_new_tokens: Optional[int] = None  # null = the prompt's: 10 (ZeroSCROLLS' budget), 1 for titan_sft
     num_samples: Optional[int] = None  # first articles; null = all
     data_path: Optional[str] = None  # a QuALITY.v1.0.1.htmlstripped.<split> file or its folder
-    cache_dir: str = "outputs/cache/data/quality"
+    cache_dir: str = "outputs/cache/data/quality"  # downloaded data (relative: under paths.root)
+    # where `memexp data` downloads the split files
     url: str = "https://raw.githubusercontent.com/nyu-mll/quality/main/data/v1.0.1/"
 
     def __post_init__(self) -> None:

@@ -19,7 +19,7 @@ class RulerConfig(BenchConfig):
     """RULER NIAH, generated locally as a pure function of (task, length, seed, tokenizer)."""
 
     name: str = "ruler"
-    tasks: list[str] = field(default_factory=lambda: ["niah_single_1"])
+    tasks: list[str] = field(default_factory=lambda: ["niah_single_1"])  # RULER tasks to generate (each once)
     lengths: list[int] = field(default_factory=lambda: [4096])  # target tokens incl. generation
     num_samples: int = 100  # examples per task and length
     seed: int = 42  # RULER's default random seed

@@ -27,7 +27,7 @@ class Placement:
     rows: dict[str, list[str]] = field(default_factory=dict)  # glob -> fused parts, e.g. {"*.in_proj": [xBC]}
     rank: int = 8  # r
     alpha: float = 16.0  # the update is scaled by alpha / r
-    dropout: float = 0.0
+    dropout: float = 0.0  # dropout on the adapter's input (0 = none)
     seed: int = 0  # A's initialisation (B starts at zero)
 
     def targets(self) -> list[str]:
@@ -50,33 +50,33 @@ class DataConfig:
     an evaluation seed; the tiny recipes use it.
     """
 
-    source: str = "nq"
-    hub_id: str = "emozilla/Long-Data-Collections-Fine-Tune"
-    hub_split: str = "train"
-    text_field: str = "text"
+    source: str = "nq"  # nq: the fine-tune collection's NQ rows | ruler: memexp's RULER generator
+    hub_id: str = "emozilla/Long-Data-Collections-Fine-Tune"  # the collection on the hub (read when data_path is null)
+    hub_split: str = "train"  # its split
+    text_field: str = "text"  # the column holding prompt and completion together
     document_marker: str = "Document ["  # marks an NQ multi-document row (and where documents start)
-    question_marker: str = "Question:"
-    answer_marker: str = "Answer:"
+    question_marker: str = "Question:"  # starts the question inside the prompt column
+    answer_marker: str = "Answer:"  # starts the short answer inside the completion column
     # anything left after the short answer that names the gold document, removed (regex)
     trailer_pattern: str = r"(?i)\s*[\[(]?gold[ _-]?(?:document|doc|passage)\b[^\n]*$"
-    prompt_field: str = "prompt"
-    completion_field: str = "completion"
+    prompt_field: str = "prompt"  # the column holding the instruction, the documents and the question
+    completion_field: str = "completion"  # the column holding the answer, the gold passage and the trailer
     long_answer_marker: str = "Long Answer:"  # ends the short answer: the gold passage's text follows
     gold_marker: str = "Gold Document ID:"  # the trailer: the gold document's number in "Document [n]"
     heldout: int = 354  # no-support examples after the drawn ones, kept for diagnostics (App. C.4)
-    max_context_chars: int = 16000
-    min_answer_words: int = 1
-    max_answer_words: int = 24
+    max_context_chars: int = 16000  # contexts longer than this are cut before their last whole document
+    min_answer_words: int = 1  # shorter short answers are skipped
+    max_answer_words: int = 24  # longer short answers are skipped
     examples: int = 2400  # drawn once, without replacement, after one shuffle with shuffle_seed
-    shuffle_seed: int = 0
+    shuffle_seed: int = 0  # the seed of the one shuffle before drawing `examples`
     max_target_tokens: int = 47  # answer tokens kept; EOS follows
     # memexp's choice: the prompt around the parsed parts (the context is read with BOS first)
     context_template: str = "{context}"
-    question_template: str = "\n\nQuestion: {question}\nAnswer:"
-    answer_template: str = " {answer}"
+    question_template: str = "\n\nQuestion: {question}\nAnswer:"  # the question's text after the context and the notes
+    answer_template: str = " {answer}"  # the target after the question (EOS follows)
     # source=ruler
     tasks: list[str] = field(default_factory=lambda: ["niah_single_1"])
-    lengths: list[int] = field(default_factory=lambda: [1024])
+    lengths: list[int] = field(default_factory=lambda: [1024])  # source=ruler: the context lengths generated
     seed: int = 1000  # RULER streams "<task>/<seed>/<i>": evaluation uses 42 (and its own other seeds)
     samples: int = 100  # per task and length
     ruler: dict = field(default_factory=dict)  # more RulerConfig fields for the generator (an essay source)
@@ -119,16 +119,16 @@ class NoteBankLoRARecipe:
     data_path: Optional[str] = None  # a local copy of the data (nq); null = the hub (online)
     steps: int = 600  # optimiser updates
     accumulate: int = 4  # examples per update
-    lr: float = 5e-4
-    weight_decay: float = 0.01
+    lr: float = 5e-4  # the learning rate (constant unless `schedule` says otherwise)
+    weight_decay: float = 0.01  # AdamW's weight decay
     clip: float = 1.0  # max global grad norm
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # memexp's choice: PyTorch's
     schedule: str = "constant"  # memexp's choice; cosine: to 10 % of lr after `warmup` steps
     warmup: int = 0  # linear warm-up steps (memexp's choice: none)
-    seed: int = 0
+    seed: int = 0  # read by no training step (lora.seed seeds the adapters, data.shuffle_seed the draw)
     checkpoint_every: int = 50  # updates between checkpoints (resume: the same command)
-    log_every: int = 10
-    threads: int = 2
+    log_every: int = 10  # updates between logged lines
+    threads: int = 2  # torch CPU threads
     # keep each example's context state and notes after its first read (they are constants), so a
     # data pool smaller than steps x accumulate is read once; costs one state per example in memory
     cache_reads: bool = False

@@ -22,10 +22,10 @@ class Source:
     """One corpus: a local copy (`path`: a .jsonl / .json / .parquet file or a folder of them) or,
     with `path` null, the hub dataset `hub` (`config`, `split`), streamed."""
 
-    path: Optional[str] = None
-    hub: str = ""
-    config: Optional[str] = None
-    split: str = "train"
+    path: Optional[str] = None  # a local copy: a .jsonl / .json / .parquet file or a folder of them
+    hub: str = ""  # the hub dataset id read when path is null
+    config: Optional[str] = None  # the hub dataset's configuration (subset), if it has several
+    split: str = "train"  # the hub dataset's split
 
     def check(self, where: str) -> None:
         _existing_path(f"{where}.path", self.path)
@@ -39,7 +39,7 @@ class NiahData:
 
     question: str = "ruler"  # ruler | short
     min_lines: int = 1  # noise lines per sequence, drawn uniformly per sequence
-    max_lines: int = 20
+    max_lines: int = 20  # the most noise lines per sequence
     # anywhere: RULER's depths; earlier_segment: redraw until the whole needle lies in a segment before
     # the question's, so only the memory can answer (segmented attention never sees the needle)
     needle: str = "anywhere"
@@ -50,15 +50,15 @@ class Stage:
     """One post-training stage: its data, batch and the memory group's learning-rate schedule
     (linear warmup from warmup_start_lr, then cosine from lr to min_lr over the remaining steps)."""
 
-    name: str = "pretrain"
+    name: str = "pretrain"  # the stage's name: its folder under the output, and what `only=<name>` runs
     data: str = "pretrain_mix"  # pretrain_mix | gold_sft | quality_sft | niah
     total_tokens: int = 1_000_000_000  # steps = total_tokens // (batch_size * sequence_length), as the code
     batch_size: int = 64  # sequences per optimizer step, over all ranks
     micro_batch_size: int = 2  # sequences per forward on one rank (gradient accumulation fills the batch)
-    lr: float = 5e-4
-    min_lr: float = 1e-5
-    warmup_start_lr: float = 1e-5
-    warmup_steps: int = 10
+    lr: float = 5e-4  # peak learning rate, after the warmup
+    min_lr: float = 1e-5  # where the cosine ends
+    warmup_start_lr: float = 1e-5  # the learning rate of the warmup's first step
+    warmup_steps: int = 10  # linear warmup steps, from warmup_start_lr to lr
     save_every: int = 25  # optimizer steps between checkpoints (and at the end)
     longalign_examples: int = 9984  # gold_sft: LongAlign SFT rows in the mix
     loongrl_examples: int = 2496  # gold_sft: LoongRL rows in the mix
@@ -76,15 +76,15 @@ class TitanLlamaRecipe:
     # true: after the last stage, its modules and recipe.json are copied into memexp/assets/<asset>
     # (tiny_titan ships its modules; the run folder is still recipe.output, or outputs/train/<asset>/<time>)
     replace_assets: bool = False
-    asset: Optional[str] = None
+    asset: Optional[str] = None  # with replace_assets: the folder under memexp/assets the modules are copied to
     backbone: str = "llama32_1b"  # a conf/backbone name
     backbone_fields: dict = field(default_factory=dict)  # BackboneConfig fields over it (dtype, device, pretrained, model)
     method: dict = field(default_factory=dict)  # TitanConfig fields (memexp/methods/titan/config.py)
     init_from: Optional[str] = None  # trained modules (TitanModules.save folder) the first stage starts from
-    sequence_length: int = 16384
+    sequence_length: int = 16384  # tokens per training sequence
     pad_to_segment: bool = True  # the code's crop_trailing_padding: a padded batch is cut to whole segments
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])
-    weight_decay: float = 0.01
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.95])  # AdamW's betas
+    weight_decay: float = 0.01  # AdamW's weight decay
     grad_clip: float = 10.0  # 0 = no clipping
     fineweb: Source = field(default_factory=lambda: Source(hub="HuggingFaceFW/fineweb-edu"))
     longalign: Source = field(default_factory=lambda: Source(hub="zai-org/LongAlign-10k"))
@@ -93,12 +93,12 @@ class TitanLlamaRecipe:
     quality: Source = field(default_factory=lambda: Source(hub="QuALITY.v1.0.1.htmlstripped.train"))
     niah: NiahData = field(default_factory=NiahData)
     shuffle_buffer: int = 1024  # rows in the streaming shuffle buffer (the code's)
-    stages: list[Stage] = field(default_factory=list)
+    stages: list[Stage] = field(default_factory=list)  # the stages, run in order (each resumable, `only=` runs one)
     only: Optional[str] = None  # run this stage alone (it starts from the previous stage's folder under output)
     stop_after: Optional[int] = None  # stop after this many optimizer steps in this call (rerun to resume)
     wandb: str = "none"  # none | auto (online with credentials, else offline) | online | offline
-    wandb_project: str = "memexp-titan"
-    log_every: int = 1
+    wandb_project: str = "memexp-titan"  # the W&B project when W&B logging is on
+    log_every: int = 1  # optimizer steps between logged lines
     threads: Optional[int] = None  # torch CPU threads; null = torch's default
 
     def __post_init__(self) -> None:
