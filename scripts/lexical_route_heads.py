@@ -34,7 +34,7 @@ from safetensors.torch import load_file, save_file
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from key_head_probe import widen_convs  # noqa: E402
 
-from memexp.backbones.ops.norms import rms_norm  # noqa: E402
+from memexp.backbones.norms import rms_norm  # noqa: E402
 from memexp.core.schema import ASSETS_DIR  # noqa: E402
 from memexp.training.lexical_heads import (  # noqa: E402
     WHITEN_EPS,

@@ -24,7 +24,7 @@ from safetensors.torch import load_file
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lexical_route_heads import token_counts  # noqa: E402
 
-from memexp.backbones.ops.norms import rms_norm  # noqa: E402
+from memexp.backbones.norms import rms_norm  # noqa: E402
 from memexp.core.schema import ASSETS_DIR  # noqa: E402
 from memexp.training.lexical_heads import text_whitening, weighted_mean_direction  # noqa: E402
 

@@ -142,12 +142,12 @@ def _split_run(op, seq: dict[str, torch.Tensor], fixed: dict, T: int, cut: int, 
 
 
 def kernel_rows(s: Setup) -> list[list]:
-    from memexp.backbones.ops.gated_delta_rule import chunk_gated_delta_rule_ref, gated_delta_rule
-    from memexp.backbones.ops.gdn2_rule import chunk_gdn2_ref, gdn2_rule
-    from memexp.backbones.ops.short_conv import short_conv
-    from memexp.backbones.ops.ssd import chunk_ssd_ref, recurrent_ssd_ref, ssd, step_sizes
     from memexp.kernels.distinctiveness import chunk_distinctiveness, chunk_distinctiveness_reference
+    from memexp.kernels.gated_delta_rule import chunk_gated_delta_rule_ref, gated_delta_rule
+    from memexp.kernels.gdn2_rule import chunk_gdn2_ref, gdn2_rule
     from memexp.kernels.routing import route_votes, route_votes_reference
+    from memexp.kernels.short_conv import short_conv
+    from memexp.kernels.ssd import chunk_ssd_ref, recurrent_ssd_ref, ssd, step_sizes
 
     dev = s.device
     rows = []

@@ -15,8 +15,8 @@ import types
 import torch
 import torch.nn.functional as F
 
-from memexp.backbones.ops.ssd import recurrent_ssd_ref, step_sizes
 from memexp.kernels import dispatch
+from memexp.kernels.ssd import recurrent_ssd_ref, step_sizes
 
 
 def conv_ref(x, weight, bias, initial, activation):
@@ -128,7 +128,7 @@ def install(monkeypatch, libraries=("causal_conv1d", "mamba_ssm")) -> list[str]:
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
     for op in ("short_conv", "ssd"):
-        monkeypatch.setattr(importlib.import_module(f"memexp.backbones.ops.{op}"), "use_kernels",
+        monkeypatch.setattr(importlib.import_module(f"memexp.kernels.{op}"), "use_kernels",
                             lambda x, library="triton", required=True: (
                                 library in libraries and dispatch.kernels_mode() != "torch"))
     return calls
