@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.ops import rms_norm
+from memexp.backbones.norms import rms_norm
 
 
 def fla_mlp_width(hidden: int, ratio: float | None) -> int:
@@ -51,7 +51,7 @@ class RMSNorm(nn.Module):
 
 class ShortConv(nn.Module):
     """Holds a depthwise conv weight [D, 1, W] under FLA's / LitGPT's `*_conv1d.weight` name;
-    the convolution itself is `ops.short_conv`, which carries the window across chunks."""
+    the convolution itself is `memexp.kernels.short_conv`, which carries the window across chunks."""
 
     def __init__(self, channels: int, kernel_size: int) -> None:
         super().__init__()

@@ -22,9 +22,9 @@ import torch
 from torch import nn
 
 from memexp.backbones.base import Backbone, Channel, Observer, State, Tokenizer, as_ids
+from memexp.backbones.kv_cache import KVCache
 from memexp.backbones.loading import BackboneLoadError
-from memexp.backbones.ops.attention import KVCache
-from memexp.backbones.ops.rotary import Rope
+from memexp.backbones.rotary import Rope
 
 
 @runtime_checkable

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from memexp.backbones.ops.attention import KVCache, StaticKVCache
+from memexp.backbones.kv_cache import KVCache, StaticKVCache
 from memexp.backbones.stack import LayerContext, LayerStackBackbone, RecurrentState, StackState
 
 

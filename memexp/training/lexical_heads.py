@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from memexp.backbones.ops.norms import rms_norm
+from memexp.backbones.norms import rms_norm
 
 
 def weighted_mean_direction(x: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:

@@ -64,9 +64,10 @@ def model_throughput(model: dict, tokens: int, repeats: int) -> dict[str, float]
 def op_throughput(heads: int, d: int, tokens: int, repeats: int) -> dict[str, float]:
     from transformers.models.qwen3_next import modeling_qwen3_next
 
-    from memexp.backbones.ops import chunk_gated_delta_rule_ref, l2_norm
+    from memexp.kernels.gated_delta_rule import chunk_gated_delta_rule_ref
 
     # transformers swaps FLA's Triton kernel in when fla is installed; unwrap to its torch code
+    from memexp.kernels.l2norm import l2_norm
     torch_chunk_gated_delta_rule = inspect.unwrap(modeling_qwen3_next.torch_chunk_gated_delta_rule)
     gen = torch.Generator().manual_seed(0)
     q = l2_norm(torch.randn(1, tokens, heads, d, generator=gen))

@@ -141,13 +141,32 @@ def _split_run(op, seq: dict[str, torch.Tensor], fixed: dict, T: int, cut: int, 
     return torch.cat([o1, o2], dim=1), s2
 
 
+def _backward_error(op, ref, inputs: dict[str, torch.Tensor], h0: torch.Tensor) -> tuple[float, str]:
+    """The gradients of a short chunk (what a LoRA step on a recurrent layer backpropagates
+    through) against the fp32 reference's: ||d - d_ref|| / ||d_ref|| over every input's gradient.
+    FLA's fused-recurrent kernel has no backward, so a call that reached it fails here."""
+    leaves = {k: t.detach().clone().requires_grad_(True) for k, t in inputs.items()}
+    ref_leaves = {k: t.detach().float().clone().requires_grad_(True) for k, t in inputs.items()}
+    o, st = op(**leaves, initial_state=h0)
+    weight = torch.randn(o.shape, generator=torch.Generator().manual_seed(1)).to(o.device)
+    try:
+        ((o.float() * weight).sum() + st.float().sum()).backward()
+    except NotImplementedError as e:
+        return float("nan"), f"; no backward: {str(e)[:60]}"
+    ro, rs = ref(**ref_leaves, initial_state=h0)
+    ((ro * weight).sum() + rs.sum()).backward()
+    got = torch.cat([leaves[k].grad.float().flatten() for k in inputs])
+    want = torch.cat([ref_leaves[k].grad.flatten() for k in inputs])
+    return rel(got, want), ""
+
+
 def kernel_rows(s: Setup) -> list[list]:
-    from memexp.backbones.ops.gated_delta_rule import chunk_gated_delta_rule_ref, gated_delta_rule
-    from memexp.backbones.ops.gdn2_rule import chunk_gdn2_ref, gdn2_rule
-    from memexp.backbones.ops.short_conv import short_conv
-    from memexp.backbones.ops.ssd import chunk_ssd_ref, recurrent_ssd_ref, ssd, step_sizes
     from memexp.kernels.distinctiveness import chunk_distinctiveness, chunk_distinctiveness_reference
+    from memexp.kernels.gated_delta_rule import chunk_gated_delta_rule_ref, gated_delta_rule
+    from memexp.kernels.gdn2_rule import chunk_gdn2_ref, gdn2_rule
     from memexp.kernels.routing import route_votes, route_votes_reference
+    from memexp.kernels.short_conv import short_conv
+    from memexp.kernels.ssd import chunk_ssd_ref, recurrent_ssd_ref, ssd, step_sizes
 
     dev = s.device
     rows = []
@@ -174,6 +193,10 @@ def kernel_rows(s: Setup) -> list[list]:
                                               beta[:, :n].float(), initial_state=h0)
         o, st = gated_delta_rule(q[:, :n], k[:, :n], v[:, :n], g[:, :n], beta[:, :n], initial_state=h0)
         add("GDN fused recurrent", f"T={n}", dtype, max(rel(o, r_o), rel(st, r_s)))
+        if dtype == torch.bfloat16:
+            err, note = _backward_error(gated_delta_rule, chunk_gated_delta_rule_ref,
+                                        dict(q=q[:, :n], k=k[:, :n], v=v[:, :n], g=g[:, :n], beta=beta[:, :n]), h0)
+            add("GDN backward, short chunk (training: chunk kernel)", f"T={n}", dtype, err, note)
 
     H2, K2 = s.pick((16, 128), (2, 16))  # GDN-2 1.3B: 16 heads x 128
     for dtype in (torch.bfloat16, torch.float32):
@@ -185,6 +208,11 @@ def kernel_rows(s: Setup) -> list[list]:
         reset_kernel_calls()
         o, st = _split_run(gdn2_rule, dict(q=q, k=k, v=v, g=g, b=b, w=w), {}, T, cut, h0)
         add("GDN-2 chunk (1.3B: 16 heads x 128)", f"T={cut}+{T - cut}", dtype, max(rel(o, ref_o), rel(st, ref_s)))
+        if dtype == torch.bfloat16:
+            n = s.pick(37, 5)
+            err, note = _backward_error(gdn2_rule, chunk_gdn2_ref,
+                                        dict(q=q[:, :n], k=k[:, :n], v=v[:, :n], g=g[:, :n], b=b[:, :n], w=w[:, :n]), h0)
+            add("GDN-2 backward, short chunk (training: chunk kernel)", f"T={n}", dtype, err, note)
 
     Hm, P, N = s.pick((64, 64, 128), (4, 16, 16))  # mamba2-1.3b: d_inner 4096 = 64 heads x 64, d_state 128, 1 group
     A = -torch.rand(Hm, device=dev) * 4 - 0.5

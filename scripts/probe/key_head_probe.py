@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
-from memexp.backbones.ops.norms import rms_norm
+from memexp.backbones.norms import rms_norm
 from memexp.core.schema import ASSETS_DIR
 from memexp.training.lexical_heads import lexical_projection, widen_convs
 

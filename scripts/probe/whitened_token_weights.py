@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from memexp.backbones.ops.norms import rms_norm  # noqa: E402
+from memexp.backbones.norms import rms_norm  # noqa: E402
 from memexp.core.schema import ASSETS_DIR  # noqa: E402
 from memexp.training.lexical_heads import text_whitening, token_counts, weighted_mean_direction  # noqa: E402
 

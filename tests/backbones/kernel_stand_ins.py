@@ -15,8 +15,8 @@ import types
 import torch
 import torch.nn.functional as F
 
-from memexp.backbones.ops.ssd import recurrent_ssd_ref, step_sizes
 from memexp.kernels import dispatch
+from memexp.kernels.ssd import recurrent_ssd_ref, step_sizes
 
 
 def conv_ref(x, weight, bias, initial, activation):
@@ -116,6 +116,97 @@ def mamba_ssm_modules(calls: list[str]) -> dict[str, types.ModuleType]:
     return modules
 
 
+class _NoBackward(torch.autograd.Function):
+    """What FLA's fused-recurrent kernels are to autograd: a forward whose backward raises."""
+
+    @staticmethod
+    def forward(ctx, fn, *tensors):
+        return fn(*tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("Backward pass is not implemented yet (FLA's fused_recurrent kernels)")
+
+
+def _l2norm_in_kernel(x):
+    """FLA's in-kernel L2 norm: x / sqrt(sum(x^2) + 1e-6), in fp32."""
+    x = x.float()
+    return x / torch.sqrt(x.square().sum(-1, keepdim=True) + 1e-6)
+
+
+def fla_modules(calls: list[str]) -> dict[str, types.ModuleType]:
+    """fla.ops.gated_delta_rule and fla.ops.gdn2 with their chunk and fused-recurrent entry
+    points, computed by FLA's own naive references (imported before the stand-ins take the
+    modules' places); each call appends '<rule>.<kernel>:<T>'."""
+    from fla.ops.gated_delta_rule.naive import naive_recurrent_gated_delta_rule
+    from fla.ops.gdn2.naive import naive_recurrent_gdn2
+
+    def checked(q, k, v, g, gates, initial_state):
+        B, T, H, K = q.shape
+        HV = v.shape[2]
+        assert k.shape == q.shape and v.shape[:2] == (B, T) and HV % H == 0
+        assert g.dtype == torch.float32 and g.shape[:3] == (B, T, HV)
+        assert all(t.dtype == v.dtype for t in gates), "FLA takes the gates in the value dtype"
+        if initial_state is not None:
+            assert initial_state.dtype == torch.float32 and initial_state.is_contiguous()
+            assert initial_state.shape == (B, HV, K, v.shape[-1])
+
+    def gdn(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel):
+        checked(q, k, v, g, (beta,), initial_state)
+        if use_qk_l2norm_in_kernel:
+            q, k = _l2norm_in_kernel(q), _l2norm_in_kernel(k)
+        G = v.shape[2] // q.shape[2]  # grouped value heads: value head j reads q/k head j // G
+        q, k = (t.repeat_interleave(G, dim=2) for t in (q, k))
+        o, final = naive_recurrent_gated_delta_rule(q, k, v, beta, g, scale, initial_state, output_final_state)
+        return o.to(v.dtype), final
+
+    def gdn2(q, k, v, g, b, w, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel):
+        checked(q, k, v, g, (b, w), initial_state)
+        if use_qk_l2norm_in_kernel:
+            q, k = _l2norm_in_kernel(q), _l2norm_in_kernel(k)
+        o, final = naive_recurrent_gdn2(q, k, v, g, b, w, scale, initial_state, output_final_state)
+        return o.to(v.dtype), final
+
+    def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
+                               use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+        assert cu_seqlens is None
+        calls.append(f"gated_delta_rule.chunk:{q.shape[1]}")
+        return gdn(q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel)
+
+    def fused_recurrent_gated_delta_rule(q, k, v, g=None, beta=None, scale=None, initial_state=None,
+                                         output_final_state=False, use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+        assert cu_seqlens is None
+        calls.append(f"gated_delta_rule.fused_recurrent:{q.shape[1]}")
+        return _NoBackward.apply(lambda *t: gdn(*t, scale, initial_state, output_final_state,
+                                                use_qk_l2norm_in_kernel), q, k, v, g, beta)
+
+    def chunk_gdn2(q, k, v, g, b, w, scale=None, initial_state=None, output_final_state=False,
+                   use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+        assert cu_seqlens is None
+        calls.append(f"gdn2.chunk:{q.shape[1]}")
+        return gdn2(q, k, v, g, b, w, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel)
+
+    def fused_recurrent_gdn2(q, k, v, g, b, w, scale=None, initial_state=None, output_final_state=False,
+                             use_qk_l2norm_in_kernel=False, cu_seqlens=None):
+        assert cu_seqlens is None
+        calls.append(f"gdn2.fused_recurrent:{q.shape[1]}")
+        return _NoBackward.apply(lambda *t: gdn2(*t, scale, initial_state, output_final_state,
+                                                 use_qk_l2norm_in_kernel), q, k, v, g, b, w)
+
+    modules = {name: types.ModuleType(name) for name in ("fla", "fla.ops")}
+    for name, fns in (("gated_delta_rule", (chunk_gated_delta_rule, fused_recurrent_gated_delta_rule)),
+                      ("gdn2", (chunk_gdn2, fused_recurrent_gdn2))):
+        module = types.ModuleType(f"fla.ops.{name}")
+        for fn in fns:
+            setattr(module, fn.__name__, fn)
+        modules[module.__name__] = module
+    return modules
+
+
+# library -> memexp's ops that dispatch to it
+DISPATCHING_OPS = {"causal_conv1d": ("short_conv",), "mamba_ssm": ("ssd",), "fla": ("gated_delta_rule", "gdn2_rule")}
+
+
 def install(monkeypatch, libraries=("causal_conv1d", "mamba_ssm")) -> list[str]:
     """Stand-ins for `libraries` in sys.modules and memexp's kernel branches routed to them on
     CPU (unless kernels=torch). Returns the list each served call is appended to."""
@@ -125,10 +216,12 @@ def install(monkeypatch, libraries=("causal_conv1d", "mamba_ssm")) -> list[str]:
         modules["causal_conv1d"] = causal_conv1d_module(calls)
     if "mamba_ssm" in libraries:
         modules.update(mamba_ssm_modules(calls))
+    if "fla" in libraries:
+        modules.update(fla_modules(calls))
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
-    for op in ("short_conv", "ssd"):
-        monkeypatch.setattr(importlib.import_module(f"memexp.backbones.ops.{op}"), "use_kernels",
+    for op in (op for ops in DISPATCHING_OPS.values() for op in ops):
+        monkeypatch.setattr(importlib.import_module(f"memexp.kernels.{op}"), "use_kernels",
                             lambda x, library="triton", required=True: (
                                 library in libraries and dispatch.kernels_mode() != "torch"))
     return calls

@@ -14,10 +14,10 @@ from safetensors.torch import save_file
 
 from memexp.backbones.attention.model import build
 from memexp.backbones.loading import BackboneLoadError
-from memexp.backbones.ops.attention import attention, attention_ref
-from memexp.backbones.ops.rotary import build_rope
+from memexp.backbones.rotary import build_rope
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.core.schema import BackboneConfig
+from memexp.kernels.attention import attention, attention_ref
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
             intermediate_size=64, vocab_size=300, rms_norm_eps=1e-5, max_position_embeddings=64)

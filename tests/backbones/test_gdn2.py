@@ -16,9 +16,9 @@ import torch.nn.functional as F
 
 from memexp.backbones.gdn2.model import build
 from memexp.backbones.loading import BackboneLoadError
-from memexp.backbones.ops.gdn2_rule import gdn2_rule
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.core.schema import BackboneConfig, ConfigError
+from memexp.kernels.gdn2_rule import gdn2_rule
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_heads=2, head_dim=8, intermediate_size=48, vocab_size=300)
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def test_rule_survives_strong_decay():
 
 FLA_GLUE = """
 import importlib, torch, torch.nn.functional as F
-mod = importlib.import_module("memexp.backbones.ops.gdn2_rule")
+mod = importlib.import_module("memexp.kernels.gdn2_rule")
 torch.manual_seed(0)
 B, T, H, K, V = 1, 20, 2, 16, 8
 q, k = (F.normalize(torch.randn(B, T, H, K), dim=-1) for _ in range(2))

@@ -5,16 +5,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from memexp.backbones.ops import (
-    chunk_gated_delta_rule_ref,
-    gated_delta_rule,
-    gated_rms_norm,
-    gdn_gate,
-    l2_norm,
-    recurrent_gated_delta_rule_ref,
-    rms_norm,
-    short_conv,
-)
+from memexp.backbones.gdn_gate import gdn_gate
+from memexp.backbones.norms import gated_rms_norm, rms_norm
+from memexp.kernels.gated_delta_rule import chunk_gated_delta_rule_ref, gated_delta_rule, recurrent_gated_delta_rule_ref
+from memexp.kernels.l2norm import l2_norm
+from memexp.kernels.short_conv import short_conv
 
 
 def _inputs(T, B=2, H=2, G=2, K=16, V=8, seed=0):

@@ -14,9 +14,9 @@ from kernel_stand_ins import on_torch
 
 from memexp.backbones.loading import BackboneLoadError
 from memexp.backbones.mamba2.model import Mamba2Config, build
-from memexp.backbones.ops.ssd import ssd
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.core.schema import BackboneConfig
+from memexp.kernels.ssd import ssd
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_heads=4, head_dim=16, state_size=8, n_groups=2,
             vocab_size=300, chunk_size=8)

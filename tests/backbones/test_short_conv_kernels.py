@@ -14,7 +14,7 @@ import pytest
 import torch
 from kernel_stand_ins import on_torch
 
-from memexp.backbones.ops import short_conv
+from memexp.kernels.short_conv import short_conv
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import torch
 from test_contract import BY_NAME
 
 from memexp.backbones import load_backbone
-from memexp.backbones.ops.attention import KVCache, StaticKVCache
+from memexp.backbones.kv_cache import KVCache, StaticKVCache
 from memexp.backbones.static_decode import StaticDecoder
 from memexp.core.schema import BackboneConfig
 

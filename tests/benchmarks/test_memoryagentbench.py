@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
-from memexp.backbones.tokenizer import ByteTokenizer
 import memexp.benchmarks.memoryagentbench.benchmark as mab
+from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.benchmarks.datasets import BenchmarkDataError
 from memexp.benchmarks.memoryagentbench.benchmark import CHUNKS_FIELD, MemoryAgentBench, memory_text, qa_pairs
 from memexp.benchmarks.memoryagentbench.chunks import approximate_chunks, pack_sentences

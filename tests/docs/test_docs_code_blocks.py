@@ -23,6 +23,7 @@ import pytest
 from doc_blocks import blocks, claims, joined, shown_in_order, split_env, strip_comment
 
 from memexp.run import records
+
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 PAGES = sorted(p for p in (REPO / "docs").rglob("*.md") if "lab-notebook" not in p.parts)

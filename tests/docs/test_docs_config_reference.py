@@ -7,8 +7,8 @@ from typing import Optional
 
 from docs_hooks import load_hook
 
-from memexp.core.schema import BackboneConfig, LoggerConfig, PathsConfig, RunConfig
 from memexp.core.registry import ARCHS, BENCHES, METHODS, RECIPES, ROUTERS
+from memexp.core.schema import BackboneConfig, LoggerConfig, PathsConfig, RunConfig
 
 reference = load_hook("config_reference")
 

@@ -6,7 +6,7 @@ Bytes are read from the tensors' storages, not from the cache's own accounting."
 import torch
 
 from memexp.backbones import load_backbone
-from memexp.backbones.ops.attention import KVCache
+from memexp.backbones.kv_cache import KVCache
 
 ROW = (1, 2, 8)  # [B, Hkv, D] of one cached token in the unit tests; fp32
 

@@ -134,7 +134,7 @@ def test_keep_taps_decorrelates_the_head_and_leaves_every_conv_as_trained(tmp_pa
 
     import pytest
 
-    from memexp.backbones.ops.norms import rms_norm
+    from memexp.backbones.norms import rms_norm
 
     probe = load_script("key_head_probe")
     out = tmp_path / "probe"

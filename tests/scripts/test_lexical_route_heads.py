@@ -94,7 +94,7 @@ def test_common_key_takes_each_heads_first_coordinate(tmp_path, monkeypatch):
     import sys
 
     from memexp.backbones.loading import load_tokenizer
-    from memexp.backbones.ops.norms import rms_norm
+    from memexp.backbones.norms import rms_norm
     from memexp.core.schema import ASSETS_DIR
 
     probe = load_script("lexical_route_heads")

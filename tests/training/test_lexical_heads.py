@@ -62,7 +62,7 @@ def test_the_recipe_holds_the_last_heads_lexical_through_training(tmp_path, whit
     own batches), at std 0.3 over the vocabulary; heads 0-1 keep the induction layer's taps
     (key on t-1, query on t) and their own trained, different q and k rows."""
     from memexp.backbones import load_backbone
-    from memexp.backbones.ops.norms import rms_norm
+    from memexp.backbones.norms import rms_norm
     from memexp.training.cli import load_recipe
     from memexp.training.tiny_gdn_words import batch, step_examples
 

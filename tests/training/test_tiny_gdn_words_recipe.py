@@ -50,7 +50,7 @@ def test_induction_init_makes_a_tokens_query_match_the_key_written_after_it():
     position t writes (previous token -> this token), and a later query for that token reads it."""
     from types import SimpleNamespace
 
-    from memexp.backbones.ops.short_conv import short_conv
+    from memexp.kernels.short_conv import short_conv
     from memexp.training.tiny_gdn import build_model
     from memexp.training.tiny_gdn_words import induction_init
 
@@ -72,7 +72,7 @@ def test_induction_context_keys_each_head_on_its_number_of_preceding_tokens():
     the sequence repeats 1, 2 or 3 of the tokens 1-3 at 5-7."""
     from types import SimpleNamespace
 
-    from memexp.backbones.ops.short_conv import short_conv
+    from memexp.kernels.short_conv import short_conv
     from memexp.training.tiny_gdn import build_model
     from memexp.training.tiny_gdn_words import induction_init
 
@@ -98,7 +98,7 @@ def test_carrier_heads_meet_their_own_key_and_carry_the_three_tokens_before():
     the start); the first head stays a copy head (key at t = query at t - 1)."""
     from types import SimpleNamespace
 
-    from memexp.backbones.ops.short_conv import short_conv
+    from memexp.kernels.short_conv import short_conv
     from memexp.training.tiny_gdn import build_model
     from memexp.training.tiny_gdn_words import induction_init
 

@@ -26,12 +26,13 @@ from torch import nn
 
 from memexp.backbones.base import Tokenizer
 from memexp.backbones.build import Architecture, Checkpoint, build_backbone
+from memexp.backbones.kv_cache import KVCache
 from memexp.backbones.loading import BackboneLoadError, WeightFiles, read_config
 from memexp.backbones.modules import GatedMLP, RMSNorm, fla_mlp_width, random_init
-from memexp.backbones.ops.attention import KVCache, attention
-from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
+from memexp.backbones.rotary import Rope, apply_rotary, rope_from_config
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, StateSpec
 from memexp.core.schema import BackboneConfig, ConfigError
+from memexp.kernels.attention import attention
 
 LLAMA_INERT_FIELDS = {  # transformers LlamaConfig fields that do not change inference results
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",

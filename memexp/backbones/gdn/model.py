@@ -26,11 +26,15 @@ from torch import nn
 
 from memexp.backbones.base import Channel
 from memexp.backbones.build import Architecture, build_backbone
+from memexp.backbones.gdn_gate import gdn_gate
 from memexp.backbones.loading import BackboneLoadError, save_weights
 from memexp.backbones.modules import GatedMLP, RMSNorm, ShortConv, fla_mlp_width, random_init
-from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, short_conv
+from memexp.backbones.norms import gated_rms_norm
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StateSpec
 from memexp.core.schema import BackboneConfig, ConfigError
+from memexp.kernels.gated_delta_rule import gated_delta_rule
+from memexp.kernels.l2norm import l2_norm
+from memexp.kernels.short_conv import short_conv
 
 LEGACY_TENSORS = [r"^model\.layers\.\d+\.attn\.D$"]  # unused `D` of FLA GDN checkpoints before Dec 2024
 FLA_INERT_FIELDS = {  # FLA config fields that do not change inference results

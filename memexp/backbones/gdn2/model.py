@@ -38,10 +38,12 @@ from memexp.backbones.base import Channel
 from memexp.backbones.build import Architecture, Checkpoint, build_backbone
 from memexp.backbones.loading import TOKENIZER_FILES, BackboneLoadError, WeightFiles, read_config, save_weights
 from memexp.backbones.modules import GatedMLP, RMSNorm, ShortConv, random_init
-from memexp.backbones.ops import gated_rms_norm, l2_norm, short_conv
-from memexp.backbones.ops.gdn2_rule import gdn2_rule
+from memexp.backbones.norms import gated_rms_norm
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StateSpec
 from memexp.core.schema import BackboneConfig, ConfigError
+from memexp.kernels.gdn2_rule import gdn2_rule
+from memexp.kernels.l2norm import l2_norm
+from memexp.kernels.short_conv import short_conv
 
 LITGPT_CHECKPOINT = "model-100b.pth"  # the file the paper evaluates in the released repo
 WRAPPER_PREFIXES = ("_forward_module.", "module.", "_orig_mod.")

@@ -37,13 +37,18 @@ from torch import nn
 
 from memexp.backbones.base import Channel, Tokenizer
 from memexp.backbones.build import Architecture, Checkpoint, build_backbone
+from memexp.backbones.gdn_gate import gdn_gate
+from memexp.backbones.kv_cache import KVCache
 from memexp.backbones.loading import BackboneLoadError, WeightFiles, read_config
 from memexp.backbones.modules import GatedMLP, RMSNorm, named_rows, random_init
-from memexp.backbones.ops import gated_delta_rule, gated_rms_norm, gdn_gate, l2_norm, rms_norm, short_conv
-from memexp.backbones.ops.attention import KVCache, attention
-from memexp.backbones.ops.rotary import Rope, apply_rotary, rope_from_config
+from memexp.backbones.norms import gated_rms_norm, rms_norm
+from memexp.backbones.rotary import Rope, apply_rotary, rope_from_config
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StateSpec
 from memexp.core.schema import BackboneConfig, ConfigError
+from memexp.kernels.attention import attention
+from memexp.kernels.gated_delta_rule import gated_delta_rule
+from memexp.kernels.l2norm import l2_norm
+from memexp.kernels.short_conv import short_conv
 
 INERT_FIELDS = {  # Qwen3_5TextConfig fields that do not change text inference
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",

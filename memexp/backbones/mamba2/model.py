@@ -23,7 +23,7 @@ windows and the position counter as they are.
 
 On CUDA the conv runs on causal-conv1d's kernels and the scan on mamba_ssm's
 (`mamba_chunk_scan_combined` for chunks, `selective_state_update` for decode tokens), all
-from the carried state (ops/short_conv.py, ops/ssd.py).
+from the carried state (memexp.kernels.short_conv, memexp.kernels.ssd).
 """
 
 from __future__ import annotations
@@ -40,10 +40,11 @@ from memexp.backbones.base import Channel
 from memexp.backbones.build import Architecture, Checkpoint, build_backbone
 from memexp.backbones.loading import DECAY_GATES, BackboneLoadError, WeightFiles, read_config
 from memexp.backbones.modules import RMSNorm, named_rows, random_init
-from memexp.backbones.ops import gated_rms_norm, short_conv
-from memexp.backbones.ops.ssd import ssd
+from memexp.backbones.norms import gated_rms_norm
 from memexp.backbones.stack import Layer, LayerContext, LayerStackBackbone, RecurrentState, StackState, StateSpec
 from memexp.core.schema import BackboneConfig, ConfigError
+from memexp.kernels.short_conv import short_conv
+from memexp.kernels.ssd import ssd
 
 HF_INERT_FIELDS = {  # transformers Mamba2Config fields that do not change inference results
     "model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "use_cache", "pad_token_id",

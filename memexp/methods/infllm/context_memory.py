@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from memexp.backbones.ops.rotary import Rope, apply_rotary
+from memexp.backbones.rotary import Rope, apply_rotary
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memexp.backbones.ops.attention import KVCache, StaticKVCache, attention
-from memexp.backbones.ops.rotary import apply_rotary
+from memexp.backbones.kv_cache import KVCache, StaticKVCache
+from memexp.backbones.rotary import apply_rotary
 from memexp.backbones.stack import Layer, LayerContext, StateSpec
+from memexp.kernels.attention import attention
 from memexp.methods.titan.memory import MemoryState, NeuralMemory
 
 GATE_INIT = 0.05  # sigmoid(b_lambda) at init: the memory's share of the output

@@ -5,7 +5,7 @@ import pytest
 import torch
 from titan_helpers import SEGMENT, ids, tiny_llama, titan
 
-from memexp.backbones.ops.attention import KVCache
+from memexp.backbones.kv_cache import KVCache
 from memexp.methods.titan.layer import TitanState
 
 T = 5 * SEGMENT + 3  # five segments (2.5 test-time batches) and a partial one

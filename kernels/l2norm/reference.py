@@ -1,4 +1,5 @@
-"""L2 normalisation of query/key vectors, as the GDN kernels apply it in-kernel."""
+"""PyTorch reference for the L2 normalisation of query/key vectors FLA's delta-rule kernels apply
+in-kernel."""
 
 from __future__ import annotations
 

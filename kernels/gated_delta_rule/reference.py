@@ -10,8 +10,8 @@ Per value head, with state S [K, V] (memexp and FLA's default layout), per token
 Grouped value heads: with HV = G * H value heads, value head j reads query/key head j // G
 (FLA's GVA mapping, and Qwen3.5's repeat_interleave).
 
-`gated_delta_rule` is the entry point: FLA's kernels for CUDA tensors when memexp.kernels.dispatch
-allows them, the reference forms below everywhere else.
+This file holds the two reference forms (fp32, plain PyTorch); `memexp.kernels.gated_delta_rule`
+dispatches to FLA's kernels or to them.
 """
 
 from __future__ import annotations
@@ -19,65 +19,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from memexp.backbones.ops.l2norm import l2_norm
-from memexp.backbones.ops.reference import fp32_state, reference_form
-from memexp.kernels.dispatch import use_kernels
+from memexp.kernels.recurrence import fp32_state
 
 CHUNK = 64
-RECURRENT_MAX_T = 8  # below this the per-token loop is cheaper than one padded chunk
-FLA_RECURRENT_MAX_T = 64  # FLA's own switch from chunk to fused_recurrent at inference
-
-
-def gated_delta_rule(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    g: torch.Tensor,
-    beta: torch.Tensor,
-    scale: float | None = None,
-    initial_state: torch.Tensor | None = None,
-    output_final_state: bool = True,
-    use_qk_l2norm: bool = False,
-    form: str = "auto",
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Run the gated delta rule over a sequence, starting from `initial_state`.
-
-    Args:
-        q, k: [B, T, H, K] queries and keys (L2-normalised already unless `use_qk_l2norm`).
-        v: [B, T, HV, V] values; HV must be a multiple of H.
-        g: [B, T, HV] log-decay (<= 0), e.g. from `gdn_gate`.
-        beta: [B, T, HV] write strength, already activated.
-        scale: query scale, default K ** -0.5.
-        initial_state: [B, HV, K, V] (fp32), or None for zeros.
-        form: 'auto' | 'chunk' | 'recurrent' for the reference path; the kernel path
-            picks FLA's fused_recurrent kernel for T <= 64 and the chunk kernel above.
-    Returns:
-        o: [B, T, HV, V] in v's dtype; final state [B, HV, K, V] fp32 (None unless asked).
-    """
-    if use_kernels(v, "fla"):
-        from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
-
-        # fused_recurrent has no backward: training always takes the chunk kernel (as FLA's layer does)
-        needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v, g, beta))
-        short = q.shape[1] <= FLA_RECURRENT_MAX_T and not needs_grad
-        kernel = fused_recurrent_gated_delta_rule if short else chunk_gated_delta_rule
-        h0 = None if initial_state is None else initial_state.float().contiguous()
-        return kernel(
-            q=q,
-            k=k,
-            v=v,
-            g=g.float(),
-            beta=beta.to(v.dtype),
-            scale=scale,
-            initial_state=h0,
-            output_final_state=output_final_state,
-            use_qk_l2norm_in_kernel=use_qk_l2norm,
-        )
-    if use_qk_l2norm:
-        q, k = l2_norm(q), l2_norm(k)
-    if reference_form(form, q.shape[1], RECURRENT_MAX_T) == "recurrent":
-        return recurrent_gated_delta_rule_ref(q, k, v, g, beta, scale, initial_state, output_final_state)
-    return chunk_gated_delta_rule_ref(q, k, v, g, beta, scale, initial_state, output_final_state)
 
 
 def _heads_first(q, k, v, g, beta, scale):

@@ -8,22 +8,17 @@ so feeding a sequence in pieces gives exactly the output of feeding it whole.
 `cuda` extra) when `memexp.kernels.dispatch` allows it and the shapes fit them: `causal_conv1d_fn`
 for prefill chunks (channel-last, the only layout in which it takes an initial window and
 returns the final one), `causal_conv1d_update` for single decode tokens. Everything else
-takes the torch path.
+takes the PyTorch reference of reference.py.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from memexp.kernels.dispatch import use_kernels
+from memexp.kernels.short_conv.reference import short_conv_ref, short_conv_window
 
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
-
-def short_conv_window(batch: int, channels: int, kernel_size: int, dtype, device) -> torch.Tensor:
-    """The window before any token: zeros [B, D, W - 1] (causal zero padding)."""
-    return torch.zeros(batch, channels, kernel_size - 1, dtype=dtype, device=device)
 
 
 def short_conv(
@@ -54,11 +49,7 @@ def short_conv(
         window = short_conv_window(B, D, W, x.dtype, x.device)
     if _kernel_fits(x, W) and use_kernels(x, "causal_conv1d", required=False):
         return _short_conv_kernel(x, w, bias, window, activation)
-    xt = torch.cat([window.to(x.dtype), x.transpose(1, 2)], dim=-1)  # [B, D, W - 1 + T]
-    y = F.conv1d(xt, w.unsqueeze(1).to(x.dtype), None if bias is None else bias.to(x.dtype), groups=D)
-    if activation == "silu":
-        y = F.silu(y)
-    return y.transpose(1, 2), xt[..., xt.shape[-1] - (W - 1):].clone()
+    return short_conv_ref(x, w, bias, window, activation)
 
 
 def _kernel_fits(x: torch.Tensor, W: int) -> bool:
@@ -88,3 +79,6 @@ def _short_conv_kernel(x, w, bias, window, activation):
     y, final = causal_conv1d_fn(xc, w, bias, initial_states=initial, return_final_states=True,
                                 activation=activation)
     return y.transpose(1, 2), final.contiguous()
+
+
+__all__ = ["short_conv", "short_conv_ref", "short_conv_window"]

@@ -11,8 +11,8 @@ Per head, with state S [K, V], per token t (g_t, b_t in R^K; w_t in R^V):
 i.e. S_t = (I - k_t (b_t * k_t)^T) Diag(exp g_t) S_{t-1} + k_t (w_t * v_t)^T. With
 b = w = beta this is KDA; with a scalar g as well, the gated delta rule.
 
-`gdn2_rule` is the entry point: FLA's GDN-2 kernels for CUDA tensors when memexp.kernels.dispatch
-allows them, the reference forms below everywhere else.
+This file holds the two reference forms (fp32, plain PyTorch); `memexp.kernels.gdn2_rule`
+dispatches to FLA's kernels or to them.
 """
 
 from __future__ import annotations
@@ -20,64 +20,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from memexp.backbones.ops.l2norm import l2_norm
-from memexp.backbones.ops.reference import fp32_state, reference_form
-from memexp.kernels.dispatch import use_kernels
+from memexp.kernels.recurrence import fp32_state
 
 CHUNK = 32  # the chunked reference holds [C, C, K] pair decays per head: keep C small
-RECURRENT_MAX_T = 8
-FLA_RECURRENT_MAX_T = 64  # FLA's GDN-2 layer switches to its fused_recurrent kernel here
-
-
-def gdn2_rule(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    g: torch.Tensor,
-    b: torch.Tensor,
-    w: torch.Tensor,
-    scale: float | None = None,
-    initial_state: torch.Tensor | None = None,
-    use_qk_l2norm: bool = False,
-    form: str = "auto",
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run the GDN-2 rule over a sequence, starting from `initial_state`.
-
-    Args:
-        q, k: [B, T, H, K] queries and keys (L2-normalised already unless `use_qk_l2norm`).
-        v: [B, T, H, V] values.
-        g: [B, T, H, K] per-channel log-decay (<= 0).
-        b: [B, T, H, K] erase gate; w: [B, T, H, V] write gate (both activated).
-        scale: query scale, default K ** -0.5.
-        initial_state: [B, H, K, V] (fp32), or None for zeros.
-        form: 'auto' | 'chunk' | 'recurrent' for the reference path.
-    Returns:
-        o: [B, T, H, V] in v's dtype; final state [B, H, K, V] fp32.
-    """
-    if use_kernels(v, "fla"):
-        from fla.ops.gdn2 import chunk_gdn2, fused_recurrent_gdn2
-
-        # fused_recurrent has no backward: training always takes the chunk kernel (as FLA's layer does)
-        needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v, g, b, w))
-        kernel = fused_recurrent_gdn2 if q.shape[1] <= FLA_RECURRENT_MAX_T and not needs_grad else chunk_gdn2
-        h0 = None if initial_state is None else initial_state.float().contiguous()
-        return kernel(
-            q=q,
-            k=k,
-            v=v,
-            g=g.float(),
-            b=b.to(v.dtype),
-            w=w.to(v.dtype),
-            scale=scale,
-            initial_state=h0,
-            output_final_state=True,
-            use_qk_l2norm_in_kernel=use_qk_l2norm,
-        )
-    if use_qk_l2norm:
-        q, k = l2_norm(q), l2_norm(k)
-    if reference_form(form, q.shape[1], RECURRENT_MAX_T) == "recurrent":
-        return recurrent_gdn2_ref(q, k, v, g, b, w, scale, initial_state)
-    return chunk_gdn2_ref(q, k, v, g, b, w, scale, initial_state)
 
 
 def _heads_first(q, k, v, g, b, w, scale):
