@@ -43,7 +43,7 @@ from safetensors.torch import load_file, save_file
 
 from memexp.backbones.ops.norms import rms_norm
 from memexp.core.schema import ASSETS_DIR
-from memexp.training.lexical_heads import lexical_projection
+from memexp.embedded.lexical_heads import lexical_projection
 
 CONVS = ("q_conv1d", "k_conv1d", "v_conv1d")
 

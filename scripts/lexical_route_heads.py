@@ -1,7 +1,7 @@
 """A tiny_gdn_words checkpoint whose layer-0 heads are lexical bag heads, to probe native routing.
 
 How far could NoteBank's native router (Eq. 4-5) go on channels that match words? This rewires
-the listed heads of layer 0 as memexp.training.lexical_heads describes (query conv the mean of
+the listed heads of layer 0 as memexp.embedded.lexical_heads describes (query conv the mean of
 t .. t-c+1; key conv the mean of t-1 .. t-c+1, or the current token with `--key current`;
 q_proj = k_proj a fixed random projection orthogonal to the text-weighted mean direction of the
 layer's normalised inputs, std `--scale` over the vocabulary). The text weights are token counts
@@ -36,7 +36,7 @@ from key_head_probe import widen_convs  # noqa: E402
 
 from memexp.backbones.ops.norms import rms_norm  # noqa: E402
 from memexp.core.schema import ASSETS_DIR  # noqa: E402
-from memexp.training.lexical_heads import (  # noqa: E402
+from memexp.embedded.lexical_heads import (  # noqa: E402
     WHITEN_EPS,
     lexical_projection,
     text_whitening,
@@ -52,7 +52,7 @@ def token_counts(tokenizer, vocab_size: int, examples: int, seed: int = TEXT_STR
     """How often each token id occurs in `examples` training examples of the six tasks at 1K
     tokens (the recipe's generator, stream `seed`) -> [vocab_size]; with `documents`, in how many
     of the examples it occurs (document frequency, the classic IDF's count)."""
-    from memexp.training import niah_words
+    from memexp.embedded import niah_words
 
     counts = torch.zeros(vocab_size)
     for i in range(examples):

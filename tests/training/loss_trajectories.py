@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from memexp.training import main
+from memexp.cli.train import main
 from tests.training.titan_data import write_sources
 
 STAGES_GDN = ("[{name: a, steps: 12, batch_size: 2, lr: 3.0e-3, min_lines: 1, max_lines: 2, note_fraction: 0.5},"
