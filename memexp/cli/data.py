@@ -29,8 +29,8 @@ def download(bench_cfg: BenchConfig) -> Path:
 def download_recipe(argv: list[str]) -> Path:
     """`recipe=<name> [recipe fields]`: the recipe's hub data in the Hugging Face cache, where the
     recipe reads it offline (`recipe.data_path=null`); returns where it is."""
+    from memexp.cli.train import load_recipe
     from memexp.core.schema import ConfigError
-    from memexp.training.cli import load_recipe
     from memexp.training.notebank_lora.recipe import NoteBankLoRARecipe
 
     recipe, _ = load_recipe(argv)

@@ -38,8 +38,8 @@ def _fields(obj: object, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def _train() -> str:
+    from memexp.cli.train import load_recipe
     from memexp.core.registry import RECIPES
-    from memexp.training.cli import load_recipe
 
     recipe, _ = load_recipe([])
     return ("python -m memexp train [recipe=<name>] [field=value ...]: run a training recipe.\n\n"

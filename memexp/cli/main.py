@@ -124,7 +124,7 @@ def _run(argv: list[str]) -> int:
 
 
 def _train(argv: list[str]) -> int:
-    from memexp.training import main as train_main
+    from memexp.cli.train import main as train_main
 
     return train_main(argv)
 

@@ -57,15 +57,16 @@ class Entry:
 class Registry:
     """Names of one kind (`field` is how the user writes the choice, e.g. `method.name`)."""
 
-    def __init__(self, field: str, package: str | None = None, module: str = "__init__",
+    def __init__(self, field: str, package: str | tuple[str, ...] | None = None, module: str = "__init__",
                  marker: str | None = None) -> None:
         self.field = field
         self._entries: dict[str, Entry] = {}
         # memexp's own entries register in `<package>.<sub>.<module>` for every subpackage that has
         # that module (a new method is a new folder: nothing else lists it). They are discovered and
         # imported on the first look-up, so naming a registry costs nothing.
-        # (`marker`: the file that makes a subpackage an entry, when not `<module>.py` itself)
-        self._package = package
+        # (`package`: one package or several, searched in the order given;
+        # `marker`: the file that makes a subpackage an entry, when not `<module>.py` itself)
+        self._packages = (package,) if isinstance(package, str) else tuple(package or ())
         self._module = module
         self._marker = marker or f"{module}.py"
         self._builtins: list[str] | None = None
@@ -73,17 +74,18 @@ class Registry:
         self._loading = False
 
     def _discover(self) -> list[str]:
-        if self._package is None:
-            return []
-        spec = importlib.util.find_spec(self._package)
+        return [module for package in self._packages for module in self._discover_in(package)]
+
+    def _discover_in(self, package: str) -> list[str]:
+        spec = importlib.util.find_spec(package)
         found = []
         for folder in spec.submodule_search_locations or ():
             if self._module != "__init__" and (Path(folder) / f"{self._module}.py").is_file():
-                found.append(f"{self._package}.{self._module}")
+                found.append(f"{package}.{self._module}")
             for sub in sorted(Path(folder).iterdir()):
                 if (sub / self._marker).is_file() and (sub / f"{self._module}.py").is_file() \
                         and (sub / "__init__.py").is_file():
-                    found.append(f"{self._package}.{sub.name}" + ("" if self._module == "__init__" else f".{self._module}"))
+                    found.append(f"{package}.{sub.name}" + ("" if self._module == "__init__" else f".{self._module}"))
         return sorted(found)
 
     def _load_builtins(self) -> None:
@@ -164,5 +166,7 @@ METHODS = Registry("method.name", package="memexp.methods", module="config")
 ROUTERS = Registry("method.router", package="memexp.methods", module="routers")
 BENCHES = Registry("bench.name", package="memexp.benchmarks", module="config")
 # Training recipes (`python -m memexp train recipe=<name>`): target = the run function, schema =
-# the recipe's dataclass; registered in training's recipes.py (and any subpackage's) without importing torch.
-RECIPES = Registry("recipe", package="memexp.training", module="recipes")
+# the recipe's dataclass; each registered without importing torch in a recipes.py beside it: the
+# paper recipes' (memexp/training/<recipe>/recipes.py) first, then the embedded models' research
+# (memexp/embedded/recipes.py).
+RECIPES = Registry("recipe", package=("memexp.training", "memexp.embedded"), module="recipes")

@@ -1,5 +1,5 @@
 """How fast a small GDN learns to copy, from PyTorch's init and from tiny_gdn_words' induction
-init (memexp.training.tiny_gdn_words.induction_init), side by side in one process.
+init (memexp.embedded.tiny_gdn_words.induction_init), side by side in one process.
 
     python scripts/bench/induction_init.py            # ~3 minutes on 2 cores
     python scripts/bench/induction_init.py --steps 100 --vocab 2000
@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from memexp.backbones.gdn.model import GDNBackbone
-from memexp.training.tiny_gdn import build_model
-from memexp.training.tiny_gdn_words import induction_init
+from memexp.embedded.tiny_gdn import build_model
+from memexp.embedded.tiny_gdn_words import induction_init
 
 
 def train(vocab: int, alphabet: int, tie: bool, induction: bool, steps: int, layers: int, heads: int,

@@ -9,7 +9,7 @@ checkpoint and prints, per layer, the share of the mean direction in
 - k_proj's output (the keys before the short conv),
 
 each as |mean of the unit vectors|^2 over every position: 1 when all point one way, about 1/d
-for independent directions. The recipe field `centered_qk_layers` (memexp.training.tiny_gdn_words
+for independent directions. The recipe field `centered_qk_layers` (memexp.embedded.tiny_gdn_words
 .CenteredQK) keeps k_proj orthogonal to the training batches' mean input; this measures what
 that leaves on evaluation text.
 

@@ -43,7 +43,7 @@ from safetensors.torch import load_file, save_file
 
 from memexp.backbones.norms import rms_norm
 from memexp.core.schema import ASSETS_DIR
-from memexp.training.lexical_heads import lexical_projection, widen_convs
+from memexp.embedded.lexical_heads import lexical_projection, widen_convs
 
 
 def wire_key_head(weights: dict[str, torch.Tensor], layer: int, head: int, head_dim: int,

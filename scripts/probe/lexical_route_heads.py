@@ -1,7 +1,7 @@
 """A tiny_gdn_words checkpoint whose layer-0 heads are lexical bag heads, to probe native routing.
 
 How far could NoteBank's native router (Eq. 4-5) go on channels that match words? This rewires
-the listed heads of layer 0 as memexp.training.lexical_heads describes (query conv the mean of
+the listed heads of layer 0 as memexp.embedded.lexical_heads describes (query conv the mean of
 t .. t-c+1; key conv the mean of t-1 .. t-c+1, or the current token with `--key current`;
 q_proj = k_proj a fixed random projection orthogonal to the text-weighted mean direction of the
 layer's normalised inputs, std `--scale` over the vocabulary). The text weights are token counts
@@ -32,7 +32,7 @@ from safetensors.torch import load_file, save_file
 
 from memexp.backbones.norms import rms_norm  # noqa: E402
 from memexp.core.schema import ASSETS_DIR  # noqa: E402
-from memexp.training.lexical_heads import (  # noqa: E402
+from memexp.embedded.lexical_heads import (  # noqa: E402
     WHITEN_EPS,
     lexical_projection,
     text_whitening,

@@ -21,9 +21,9 @@ import torch
 
 from memexp.backbones import load_backbone
 from memexp.core.schema import ASSETS_DIR
+from memexp.embedded.niah_text import niah_text, stream
 from memexp.methods.titan.config import TitanConfig
 from memexp.methods.titan.retrofit import retrofit
-from memexp.training.niah_text import niah_text, stream
 
 SEGMENT = 512
 PROBE_SEED = 99  # its own training-style streams, apart from the recipes' seeds and RULER's

@@ -1,6 +1,6 @@
 """How much each token weighs in tiny_gdn_words' lexical heads: the norm of its whitened input.
 
-The lexical bag heads (memexp.training.lexical_heads) project layer 0's normalised inputs after
+The lexical bag heads (memexp.embedded.lexical_heads) project layer 0's normalised inputs after
 `text_whitening`, an IDF-like weight over the 128 input directions. This prints, for the listed
 tokens, their share of the training text and the norm of their whitened input, so that one can
 see where the weight stops growing (docs/benchmarks.md, "six layer-0 changes for the UUID
@@ -22,7 +22,7 @@ from safetensors.torch import load_file
 
 from memexp.backbones.norms import rms_norm  # noqa: E402
 from memexp.core.schema import ASSETS_DIR  # noqa: E402
-from memexp.training.lexical_heads import text_whitening, token_counts, weighted_mean_direction  # noqa: E402
+from memexp.embedded.lexical_heads import text_whitening, token_counts, weighted_mean_direction  # noqa: E402
 
 GROUPS = {
     "frequent": ["▁the", "▁is", ".", "▁of", "▁and", "▁special", "▁magic", "▁for"],

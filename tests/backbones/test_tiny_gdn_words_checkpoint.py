@@ -28,7 +28,7 @@ def test_the_asset_is_complete_small_and_records_its_recipe():
     assert record["tokens"] == sum(s["tokens"] for r in runs for s in r["stages"]) > 0
     assert record["steps"] == sum(s["steps"] for r in runs for s in r["stages"])
     assert sum(s["seconds"] for r in runs for s in r["stages"]) <= record["train_seconds"] < 45 * 60
-    from memexp.training.cli import load_recipe
+    from memexp.cli.train import load_recipe
 
     recipe, _ = load_recipe(["recipe=tiny_gdn_words"])
     assert [s["name"] for r in runs for s in r["stages"]] == [s.name for s in recipe.stages]

@@ -14,11 +14,11 @@ import shlex
 import pytest
 from omegaconf import OmegaConf
 
+from memexp.cli.train import load_recipe
 from memexp.core.compose import load_config, sweep_jobs
 from memexp.core.paths import CONF_DIR
 from memexp.core.schema import ConfigError, without_file_checks
 from memexp.methods.read_adapter import ADAPTER_FILES, META_FILE, check_backbone
-from memexp.training.cli import load_recipe
 
 EXPERIMENTS = CONF_DIR / "experiment"
 # preset -> (the paper's tables with NB-LoRA rows there, R the NB-LoRA reader replays with; None: swept)

@@ -9,9 +9,9 @@ from preset_run import records, run_preset
 from safetensors.torch import load_file
 
 from memexp.adapters.io import file_hash
+from memexp.cli.train import load_recipe
 from memexp.core.file_digest import weights_fingerprint
 from memexp.core.schema import ASSETS_DIR
-from memexp.training.cli import load_recipe
 from memexp.training.notebank_lora.train import semantic
 
 PRESET = "tiny_notebank_lora"

@@ -9,8 +9,8 @@ from pathlib import Path
 from preset_run import records, run_preset
 from safetensors.torch import load_file
 
+from memexp.cli.train import load_recipe
 from memexp.core.schema import ASSETS_DIR, portable_assets
-from memexp.training.cli import load_recipe
 
 PRESET = "tiny_titan"
 BASE, MODULES = ASSETS_DIR / "tiny_llama_niah", ASSETS_DIR / "tiny_titan"

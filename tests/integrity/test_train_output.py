@@ -2,8 +2,8 @@
 
 import pytest
 
+from memexp.cli.train import load_recipe
 from memexp.core.schema import ASSETS_DIR, ConfigError
-from memexp.training.cli import load_recipe
 
 
 def test_the_default_output_is_a_new_folder_under_outputs_train():

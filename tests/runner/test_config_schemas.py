@@ -102,7 +102,7 @@ def test_validating_every_method_and_bench_imports_no_torch():
         return "tiny_llama_random" if needs & {"llama_layers", "softmax_attention"} else "tiny_gdn_random"
 
     names = [(g, n, backbone(r, n)) for g, r in (("method", METHODS), ("bench", BENCHES)) for n in r.names()]
-    script = ("import sys; from memexp.cli.app import load_config\n"
+    script = ("import sys; from memexp.core.compose import load_config\n"
               f"for group, name, backbone in {names!r}:\n"
               "    load_config([f'backbone={backbone}', f'{group}={name}'])\n"
               "assert 'torch' not in sys.modules, 'torch imported while validating'\n")

@@ -69,7 +69,7 @@ def test_a_variable_that_is_not_set_is_named(home, monkeypatch):
 
 
 def test_a_training_recipe_output_expands(home):
-    from memexp.training.cli import load_recipe
+    from memexp.cli.train import load_recipe
 
     recipe = load_recipe(["recipe=tiny_gdn", "output=~/trained"])[0]
     assert recipe.output == f"{home}/trained"

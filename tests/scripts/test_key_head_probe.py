@@ -8,7 +8,7 @@ from safetensors.torch import load_file
 from script_module import load_script
 
 from memexp.core.schema import ASSETS_DIR
-from memexp.training.lexical_heads import CONVS
+from memexp.embedded.lexical_heads import CONVS
 
 SHIPPED = ASSETS_DIR / "tiny_gdn_words"
 

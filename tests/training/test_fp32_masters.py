@@ -105,10 +105,10 @@ def test_the_notebank_lora_recipe_trains_and_saves_the_fp32_masters_on_a_bf16_ba
     """Two updates of the recipe on tiny_gdn in bf16 at lr 1e-5: the first moves only B (A has no
     gradient while B = 0), the second moves A by at most lr (Adam), ~1e-4 of A's typical
     1 / sqrt(128), which bf16 storage would round away; the saved A must have moved."""
-    from test_notebank_lora_recipe import adapter_tensors
+    from test_notebank_lora_recipe import adapter_tensors, run
     from test_notebank_lora_recipe import tiny as tiny_recipe
 
-    from memexp.training.notebank_lora.train import run, run_config
+    from memexp.cli.train import run_config
 
     lr = 1e-5
     common = ("data.examples=2", "accumulate=1", f"lr={lr}", "weight_decay=0.0", "overrides=[backbone.dtype=bfloat16]")
@@ -135,7 +135,7 @@ def test_the_titan_llama_recipe_trains_and_saves_the_fp32_masters_on_a_bf16_back
     from safetensors.torch import load_file
     from test_titan_recipe import TINY
 
-    from memexp.training import main
+    from memexp.cli.train import main
     from tests.training.titan_data import write_sources
 
     lr = 1e-6

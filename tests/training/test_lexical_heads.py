@@ -1,4 +1,4 @@
-"""memexp.training.lexical_heads: taps, projection and the recipe's hold on layer 0's last heads."""
+"""memexp.embedded.lexical_heads: taps, projection and the recipe's hold on layer 0's last heads."""
 
 import json
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from memexp.training import main
-from memexp.training.lexical_heads import lexical_projection, text_whitening, weighted_mean_direction, wire_bag_convs
+from memexp.cli.train import main
+from memexp.embedded.lexical_heads import lexical_projection, text_whitening, weighted_mean_direction, wire_bag_convs
 
 
 def test_weighted_mean_direction_by_hand():
@@ -63,8 +63,8 @@ def test_the_recipe_holds_the_last_heads_lexical_through_training(tmp_path, whit
     (key on t-1, query on t) and their own trained, different q and k rows."""
     from memexp.backbones import load_backbone
     from memexp.backbones.norms import rms_norm
-    from memexp.training.cli import load_recipe
-    from memexp.training.tiny_gdn_words import batch, step_examples
+    from memexp.cli.train import load_recipe
+    from memexp.embedded.tiny_gdn_words import batch, step_examples
 
     out = tmp_path / "ckpt"
     stages = "[{name: s, steps: 3, batch_size: 2, lr: 1.0e-2, min_tokens: 64, max_tokens: 128}]"

@@ -2,9 +2,9 @@
 
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.benchmarks.ruler.sample import sample_rng
-from memexp.training.cli import load_recipe
-from memexp.training.niah_text import STREAM_PREFIX, TASK, niah_text, ruler_sample, stream
-from memexp.training.tiny_gdn import stage_texts
+from memexp.cli.train import load_recipe
+from memexp.embedded.niah_text import STREAM_PREFIX, TASK, niah_text, ruler_sample, stream
+from memexp.embedded.tiny_gdn import stage_texts
 
 TOK = ByteTokenizer()
 

@@ -10,8 +10,8 @@ from memexp.benchmarks.ruler.standin import EVAL_SEED, standin_text
 from memexp.benchmarks.ruler.tasks import TASKS
 from memexp.benchmarks.ruler.templates import NEEDLE
 from memexp.benchmarks.ruler.vocabulary import adjectives, nouns
-from memexp.training.cli import load_recipe
-from memexp.training.niah_words import (
+from memexp.cli.train import load_recipe
+from memexp.embedded.niah_words import (
     FORMS,
     SIX_TASKS,
     STREAM_PREFIX,
@@ -21,8 +21,8 @@ from memexp.training.niah_words import (
     stream,
     tokenizer_corpus,
 )
-from memexp.training.tiny_gdn_words import step_examples
-from memexp.training.words_tokenizer import train_tokenizer
+from memexp.embedded.tiny_gdn_words import step_examples
+from memexp.embedded.words_tokenizer import train_tokenizer
 
 HEADS = ("Some special magic ", "A special magic ")
 
@@ -126,7 +126,7 @@ def test_key_deciding_variants_ask_some_keys_of_several_and_answer_only_theirs(t
 
 
 def test_a_stage_without_tasks_draws_only_the_six_and_the_word_variants():
-    from memexp.training.niah_words import WORD_VARIANTS, pick_task
+    from memexp.embedded.niah_words import WORD_VARIANTS, pick_task
 
     drawn = {pick_task(random.Random(i), 0.5) for i in range(400)}
     assert drawn == set(SIX_TASKS) | set(WORD_VARIANTS)

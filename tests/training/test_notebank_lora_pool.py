@@ -102,9 +102,10 @@ def test_a_row_without_the_columns_or_text_is_one_line(tmp_path):
 
 
 def test_the_recipe_prints_and_records_the_pool_and_the_diagnostic_command_reads_the_held_out_set(tmp_path, capsys):
-    from memexp.training.cli import load_recipe
-    from memexp.training.notebank_lora.diagnose import main as diagnose
-    from memexp.training.notebank_lora.train import run
+    from test_notebank_lora_recipe import run
+
+    from memexp.cli.notebank_lora_diagnose import main as diagnose
+    from memexp.cli.train import load_recipe
 
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in ROWS))

@@ -7,12 +7,17 @@ import random
 import pytest
 import torch
 
+from memexp.cli.train import load_recipe, run_config
 from memexp.core.file_digest import weights_fingerprint
 from memexp.core.schema import ConfigError, asset_path
-from memexp.training.cli import load_recipe
+from memexp.training.notebank_lora import train as notebank_train
 from memexp.training.notebank_lora.data import nq_examples
 from memexp.training.notebank_lora.recipe import DataConfig
-from memexp.training.notebank_lora.train import run
+
+
+def run(recipe, log) -> dict:
+    """The recipe's run, given the run configuration `memexp train` composes for it."""
+    return notebank_train.run(recipe, log, cfg=run_config(recipe))
 
 
 def nq_row(i: int, answer: str, docs: int = 3, doc_chars: int = 60, trailer: str = "") -> dict:
@@ -75,9 +80,7 @@ def stepwise_answer_nll(recipe, folder) -> float:
     from memexp.backbones.base import Stopwatch
     from memexp.methods import build_method
     from memexp.training.notebank_lora.data import train_examples
-    from memexp.training.notebank_lora.train import run_config
-
-    cfg = run_config(recipe)
+    cfg = notebank_train.run_config(recipe, run_config(recipe))
     backbone = load_backbone(cfg.backbone)
     method = build_method(replace(cfg.method, adapter=str(folder)))
     method.prepare(backbone)

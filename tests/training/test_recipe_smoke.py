@@ -6,9 +6,8 @@ import pytest
 import torch
 
 from memexp.backbones import load_backbone
+from memexp.cli.train import load_recipe, main
 from memexp.core.schema import ConfigError
-from memexp.training import main
-from memexp.training.cli import load_recipe
 
 
 def test_two_training_steps_write_a_checkpoint_the_gdn_loader_reads(tmp_path):
@@ -26,7 +25,7 @@ def test_two_training_steps_write_a_checkpoint_the_gdn_loader_reads(tmp_path):
 
 
 def test_gates_start_with_long_memory():
-    from memexp.training.tiny_gdn import build_model
+    from memexp.embedded.tiny_gdn import build_model
 
     recipe, _ = load_recipe(["recipe=tiny_gdn"])
     for layer in build_model(recipe).model.layers:

@@ -10,7 +10,7 @@ import torch
 
 from memexp.backbones import backbone_config, load_backbone
 from memexp.core.schema import ASSETS_DIR
-from memexp.training.niah_eval import plain_accuracy
+from memexp.embedded.niah_eval import plain_accuracy
 
 CHECKPOINT = ASSETS_DIR / "tiny_gdn"
 

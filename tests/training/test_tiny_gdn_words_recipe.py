@@ -6,9 +6,8 @@ import pytest
 import torch
 
 from memexp.backbones import load_backbone
+from memexp.cli.train import load_recipe, main
 from memexp.core.schema import ConfigError
-from memexp.training import main
-from memexp.training.cli import load_recipe
 
 
 def test_a_few_tiny_steps_write_a_checkpoint_with_its_word_tokenizer(tmp_path):
@@ -32,9 +31,9 @@ def test_a_few_tiny_steps_write_a_checkpoint_with_its_word_tokenizer(tmp_path):
 
 
 def test_the_same_seed_draws_the_same_batches():
-    from memexp.training.niah_words import tokenizer_corpus
-    from memexp.training.tiny_gdn_words import step_examples
-    from memexp.training.words_tokenizer import train_tokenizer
+    from memexp.embedded.niah_words import tokenizer_corpus
+    from memexp.embedded.tiny_gdn_words import step_examples
+    from memexp.embedded.words_tokenizer import train_tokenizer
 
     recipe, _ = load_recipe(["recipe=tiny_gdn_words"])
     tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
@@ -50,9 +49,9 @@ def test_induction_init_makes_a_tokens_query_match_the_key_written_after_it():
     position t writes (previous token -> this token), and a later query for that token reads it."""
     from types import SimpleNamespace
 
+    from memexp.embedded.tiny_gdn import build_model
+    from memexp.embedded.tiny_gdn_words import induction_init
     from memexp.kernels.short_conv import short_conv
-    from memexp.training.tiny_gdn import build_model
-    from memexp.training.tiny_gdn_words import induction_init
 
     conf = {"hidden_size": 32, "num_hidden_layers": 2, "num_heads": 2, "head_dim": 8, "vocab_size": 50}
     model = build_model(SimpleNamespace(model=conf, seed=0, init="torch", decay_min=1e-4, decay_max=1e-3,
@@ -72,9 +71,9 @@ def test_induction_context_keys_each_head_on_its_number_of_preceding_tokens():
     the sequence repeats 1, 2 or 3 of the tokens 1-3 at 5-7."""
     from types import SimpleNamespace
 
+    from memexp.embedded.tiny_gdn import build_model
+    from memexp.embedded.tiny_gdn_words import induction_init
     from memexp.kernels.short_conv import short_conv
-    from memexp.training.tiny_gdn import build_model
-    from memexp.training.tiny_gdn_words import induction_init
 
     conf = {"hidden_size": 32, "num_hidden_layers": 1, "num_heads": 3, "head_dim": 6, "vocab_size": 50}
     model = build_model(SimpleNamespace(model=conf, seed=0, init="torch", decay_min=1e-4, decay_max=1e-3,
@@ -98,9 +97,9 @@ def test_carrier_heads_meet_their_own_key_and_carry_the_three_tokens_before():
     the start); the first head stays a copy head (key at t = query at t - 1)."""
     from types import SimpleNamespace
 
+    from memexp.embedded.tiny_gdn import build_model
+    from memexp.embedded.tiny_gdn_words import induction_init
     from memexp.kernels.short_conv import short_conv
-    from memexp.training.tiny_gdn import build_model
-    from memexp.training.tiny_gdn_words import induction_init
 
     conf = {"hidden_size": 32, "num_hidden_layers": 1, "num_heads": 2, "head_dim": 8, "vocab_size": 50}
     model = build_model(SimpleNamespace(model=conf, seed=0, init="torch", decay_min=1e-4, decay_max=1e-3,
@@ -126,10 +125,10 @@ def test_question_mask_marks_the_question_tokens_and_its_weight_adds_their_mean_
     here from the sample), and question_weight w adds w x their mean NLL, computed here from the
     full-vocabulary logits of train_forward."""
     from memexp.backbones.gdn.model import GDNBackbone
-    from memexp.training.niah_words import copy_example, copy_vocabulary, example, stream, tokenizer_corpus
-    from memexp.training.tiny_gdn import build_model
-    from memexp.training.tiny_gdn_words import _with_vocab, batch, step_loss
-    from memexp.training.words_tokenizer import train_tokenizer
+    from memexp.embedded.niah_words import copy_example, copy_vocabulary, example, stream, tokenizer_corpus
+    from memexp.embedded.tiny_gdn import build_model
+    from memexp.embedded.tiny_gdn_words import _with_vocab, batch, step_loss
+    from memexp.embedded.words_tokenizer import train_tokenizer
 
     recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
                              "model.num_hidden_layers=2"])
@@ -154,10 +153,10 @@ def test_the_lens_loss_adds_one_layers_read_through_the_lm_head_on_the_answer_to
     the final norm and the LM head; the output is computed here by running the layers by hand (embed,
     then each layer's norm and attention on the whole sequence), not by the loss's hook."""
     from memexp.backbones.gdn.model import GDNBackbone
-    from memexp.training.niah_words import example, stream, tokenizer_corpus
-    from memexp.training.tiny_gdn import build_model
-    from memexp.training.tiny_gdn_words import _with_vocab, batch, step_loss
-    from memexp.training.words_tokenizer import train_tokenizer
+    from memexp.embedded.niah_words import example, stream, tokenizer_corpus
+    from memexp.embedded.tiny_gdn import build_model
+    from memexp.embedded.tiny_gdn_words import _with_vocab, batch, step_loss
+    from memexp.embedded.words_tokenizer import train_tokenizer
 
     recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
                              "model.num_hidden_layers=2"])
@@ -188,10 +187,10 @@ def test_tied_layers_read_with_their_keys_train_one_weight_and_save_as_a_plain_g
     from safetensors.torch import load_file
 
     from memexp.backbones.gdn.model import GDNBackbone
-    from memexp.training.niah_words import tokenizer_corpus
-    from memexp.training.tiny_gdn import build_model
-    from memexp.training.tiny_gdn_words import _with_vocab, save_untied, tie_queries_to_keys
-    from memexp.training.words_tokenizer import train_tokenizer
+    from memexp.embedded.niah_words import tokenizer_corpus
+    from memexp.embedded.tiny_gdn import build_model
+    from memexp.embedded.tiny_gdn_words import _with_vocab, save_untied, tie_queries_to_keys
+    from memexp.embedded.words_tokenizer import train_tokenizer
 
     recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
                              "model.num_hidden_layers=3"])
@@ -243,10 +242,10 @@ def test_centered_layers_keys_average_to_zero_over_the_batch_they_were_centred_o
     q_proj or k_proj), while an uncentred layer's do not; each projection changes q_proj and k_proj
     by a rank-one term, so the rest of the row space is kept; closing removes the hook."""
     from memexp.backbones.gdn.model import GDNBackbone
-    from memexp.training.niah_words import tokenizer_corpus
-    from memexp.training.tiny_gdn import build_model
-    from memexp.training.tiny_gdn_words import CenteredQK, _with_vocab
-    from memexp.training.words_tokenizer import train_tokenizer
+    from memexp.embedded.niah_words import tokenizer_corpus
+    from memexp.embedded.tiny_gdn import build_model
+    from memexp.embedded.tiny_gdn_words import CenteredQK, _with_vocab
+    from memexp.embedded.words_tokenizer import train_tokenizer
 
     recipe, _ = load_recipe(["recipe=tiny_gdn_words", "model.hidden_size=32", "model.head_dim=8",
                              "model.num_hidden_layers=3"])
@@ -324,8 +323,8 @@ def test_a_small_alphabet_copy_passage_needs_more_than_one_token_of_context():
     target is the passage again. A one-token copy is lost at a position whose previous token is
     followed elsewhere in the passage by another token: counted here, most positions of an
     8-token-alphabet passage, few of a whole-vocabulary one of the same length."""
-    from memexp.training.niah_words import copy_example, copy_vocabulary, stream, tokenizer_corpus
-    from memexp.training.words_tokenizer import train_tokenizer
+    from memexp.embedded.niah_words import copy_example, copy_vocabulary, stream, tokenizer_corpus
+    from memexp.embedded.words_tokenizer import train_tokenizer
 
     tok = train_tokenizer(tokenizer_corpus(0, num_examples=20))
     vocab = copy_vocabulary(tok)
@@ -357,7 +356,7 @@ def test_the_keys_tied_attempts_stages_file_loads_as_its_header_says():
     key-deciding variants."""
     from pathlib import Path
 
-    from memexp.training.niah_words import SIX_TASKS
+    from memexp.embedded.niah_words import SIX_TASKS
 
     path = Path(__file__).resolve().parents[2] / "docs" / "experiments" / "tiny_gdn_words_keys_tied_stages.yaml"
     text = path.read_text()

@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from memexp.backbones import load_backbone
-from memexp.training.cli import load_recipe
+from memexp.cli.train import load_recipe
 from memexp.training.titan_llama.data import IGNORE, Formatter, gold_sft, pretrain_mix, quality_sft
 from memexp.training.titan_llama.train import micro_batches
 from tests.training.titan_data import FINEWEB, LONGALIGN, QUALITY, write_sources

@@ -12,12 +12,12 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
+from memexp.cli.train import load_recipe, main
 from memexp.core.schema import ConfigError
-from memexp.training import main
-from memexp.training.cli import load_recipe
+from memexp.training.loop import lr_at
 from memexp.training.loss import next_token_loss
 from memexp.training.titan_llama.config import Stage
-from memexp.training.titan_llama.train import lr_at
+from memexp.training.titan_llama.train import schedule
 from tests.training.titan_data import write_sources
 
 TINY = ["backbone=tiny_llama_random", "backbone_fields={dtype: float32, device: cpu}",
@@ -93,12 +93,12 @@ def test_only_the_titan_modules_train_and_the_logged_stats_cover_every_memory(tm
 
 
 def test_lr_schedule_is_linear_warmup_then_cosine():
-    s = Stage(lr=1e-3, min_lr=1e-4, warmup_start_lr=1e-5, warmup_steps=4)
-    assert lr_at(s, 0, 20) == pytest.approx(1e-5)
-    assert lr_at(s, 2, 20) == pytest.approx(1e-5 + 0.5 * (1e-3 - 1e-5))
-    assert lr_at(s, 4, 20) == pytest.approx(1e-3)
-    assert lr_at(s, 12, 20) == pytest.approx((1e-3 + 1e-4) / 2)  # half way through the cosine
-    assert lr_at(s, 20, 20) == pytest.approx(1e-4) and lr_at(s, 30, 20) == pytest.approx(1e-4)
+    s = schedule(Stage(lr=1e-3, min_lr=1e-4, warmup_start_lr=1e-5, warmup_steps=4), 20)
+    assert lr_at(s, 0) == pytest.approx(1e-5)
+    assert lr_at(s, 2) == pytest.approx(1e-5 + 0.5 * (1e-3 - 1e-5))
+    assert lr_at(s, 4) == pytest.approx(1e-3)
+    assert lr_at(s, 12) == pytest.approx((1e-3 + 1e-4) / 2)  # half way through the cosine
+    assert lr_at(s, 20) == pytest.approx(1e-4) and lr_at(s, 30) == pytest.approx(1e-4)
 
 
 def test_next_token_loss_is_the_mean_over_supervised_targets():

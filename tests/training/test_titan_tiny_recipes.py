@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from memexp.backbones import load_backbone
+from memexp.cli.train import main
 from memexp.core.compose import load_config, sweep_jobs
-from memexp.training import main
 
 STEPS2 = "[{name: s, steps: 2, batch_size: 2, lr: 1.0e-3, question: ruler, min_lines: 1, max_lines: 2}]"
 
@@ -39,8 +39,8 @@ def test_tiny_llama_niah_writes_a_llama_folder_the_loader_reads(base):
 
 def test_the_copy_warm_up_repeats_a_random_string_and_weights_only_the_repeat():
     from memexp.backbones.tokenizer import ByteTokenizer
-    from memexp.training.cli import load_recipe
-    from memexp.training.tiny_llama import copy_batch
+    from memexp.cli.train import load_recipe
+    from memexp.embedded.tiny_llama import copy_batch
 
     recipe = load_recipe(["recipe=tiny_llama_niah", "output=unused"])[0]
     tok = ByteTokenizer()
@@ -99,8 +99,9 @@ def test_niah_needle_placement_earlier_segment_keeps_every_needle_out_of_the_que
     from types import SimpleNamespace
 
     from memexp.backbones.tokenizer import ByteTokenizer
-    from memexp.training.cli import load_recipe
-    from memexp.training.titan_llama.data import IGNORE, Formatter, niah
+    from memexp.cli.train import load_recipe
+    from memexp.embedded.tiny_titan import niah
+    from memexp.training.titan_llama.data import IGNORE, Formatter
 
     recipe = load_recipe(["recipe=tiny_titan", "output=unused", f"niah.needle={placement}"])[0]
     tok = ByteTokenizer()
@@ -121,7 +122,7 @@ def test_niah_needle_placement_earlier_segment_keeps_every_needle_out_of_the_que
 
 
 def test_replace_assets_ships_the_base_model_and_the_last_stages_modules(base, tmp_path, monkeypatch):
-    import memexp.training.tiny_llama as tiny_llama
+    import memexp.embedded.tiny_llama as tiny_llama
     import memexp.training.titan_llama.run as titan_run
 
     assets = tmp_path / "assets"
@@ -151,8 +152,9 @@ def test_niah_settings_no_sequence_can_meet_stop_with_the_fields_named():
     from types import SimpleNamespace
 
     from memexp.backbones.tokenizer import ByteTokenizer
-    from memexp.training.cli import load_recipe
-    from memexp.training.titan_llama.data import Formatter, niah
+    from memexp.cli.train import load_recipe
+    from memexp.embedded.tiny_titan import niah
+    from memexp.training.titan_llama.data import Formatter
 
     # one noise line makes a ~440-token sequence: its needle can never lie a 512-token segment before the question
     recipe = load_recipe(["recipe=tiny_titan", "output=unused", "niah.needle=earlier_segment", "niah.min_lines=1",

@@ -1,7 +1,7 @@
 """The held-out diagnostic set of the notebank_lora recipe (NoteBank paper App. C.4: "a separate set
 of 354 no-support validation examples is used only for post-training diagnostics"):
 
-    python -m memexp.training.notebank_lora.diagnose backbone=gdn data_path=/data/collection adapter=<dir>
+    python -m memexp.cli.notebank_lora_diagnose backbone=gdn data_path=/data/collection adapter=<dir>
 
 The recipe's overrides (as `memexp train recipe=notebank_lora` takes them) choose the data and the
 backbone; the set is the `data.heldout` no-support examples that follow the drawn ones in the shuffled
@@ -15,7 +15,6 @@ shows whether an adapter learned to produce gold answers the context does not su
 from __future__ import annotations
 
 import json
-import sys
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -31,22 +30,22 @@ class NoAdapter:
         return nullcontext()
 
 
-def heldout_nll(argv: list[str]) -> dict:
+def heldout_nll(recipe, composed, adapter: str | None) -> dict:
+    """The held-out count and mean answer NLL without the adapter and with it (`adapter`: its
+    folder, or None); `composed`: the run configuration of recipe.run_arguments(), as the app
+    composes it (memexp.cli.train.run_config)."""
     from memexp.adapters import load_adapters
     from memexp.backbones import load_backbone
     from memexp.methods import build_method
-    from memexp.training.cli import load_recipe
     from memexp.training.notebank_lora.data import draw, tokenize
     from memexp.training.notebank_lora.train import example_loss, read_example, run_config
 
-    adapter = next((a.split("=", 1)[1] for a in argv if a.startswith("adapter=")), None)
-    recipe, _ = load_recipe(["recipe=notebank_lora", *(a for a in argv if not a.startswith("adapter="))])
     if recipe.data.source != "nq":
         raise ConfigError(f"recipe.data.source={recipe.data.source}: the held-out diagnostic set is NQ's no-support "
                           f"examples; use data.source=nq")
     if adapter is not None and not Path(adapter).expanduser().is_dir():
         raise ConfigError(f"adapter={adapter}: no such adapter folder")
-    cfg = run_config(recipe)
+    cfg = run_config(recipe, composed)
     backbone = load_backbone(cfg.backbone)
     method = build_method(cfg.method)
     held = draw(recipe.data, recipe.data_path, backbone.tokenizer).heldout
@@ -68,16 +67,3 @@ def heldout_nll(argv: list[str]) -> dict:
         out["adapter"] = str(adapter)
         (Path(adapter).expanduser() / "heldout_diagnostics.json").write_text(json.dumps(out, indent=1) + "\n")
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    try:
-        print(json.dumps(heldout_nll(list(sys.argv[1:] if argv is None else argv))))
-    except ConfigError as e:
-        print(f"memexp: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -133,7 +133,7 @@ class NoteBankLoRARecipe:
     # data pool smaller than steps x accumulate is read once; costs one state per example in memory
     cache_reads: bool = False
     logger: LoggerConfig = field(default_factory=LoggerConfig)  # logger.name=wandb: loss, lr, grad norm, tokens/s
-    output: Optional[str] = None  # the adapter folder; null = outputs/train/notebank_lora/<time> (training.cli)
+    output: Optional[str] = None  # the adapter folder; null = outputs/train/notebank_lora/<time> (memexp.cli.train)
     replace_assets: bool = False  # write memexp/assets/<asset> (a shipped adapter) instead of `output`
     asset: Optional[str] = None  # the folder under memexp/assets that replace_assets writes
 
@@ -161,6 +161,15 @@ class NoteBankLoRARecipe:
         bad = [k for k in (self.notebank or {}) if k in ("name", "adapter")]
         if bad:
             raise ConfigError(f"recipe.notebank.{bad[0]}: not a NoteBank setting a recipe may change")
+
+    def run_arguments(self) -> list[str]:
+        """The `memexp run` arguments of the run configuration the adapter is trained for: the
+        backbone and its NoteBank (or Plain, without replay) settings. The CLI composes them
+        (memexp.cli.train.run_config) and hands the result to the recipe's run."""
+        if self.lora.layers is None:
+            raise ConfigError(self.placement_error())
+        method = "notebank" if self.replay else "plain"
+        return [f"backbone={self.backbone}", f"method={method}", "bench=ruler", *self.overrides]
 
     def placement_error(self) -> str:
         return (f"recipe.lora.layers is null: backbone={self.backbone} has no conf/recipe/notebank_lora_"

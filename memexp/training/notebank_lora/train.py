@@ -19,7 +19,6 @@ from the last one and ends with the adapter an uninterrupted run makes.
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import shutil
@@ -36,6 +35,7 @@ from memexp.core.file_digest import weights_fingerprint
 from memexp.core.schema import ASSETS_DIR, ConfigError, portable_assets
 from memexp.methods.read_adapter import META_FILE, model_shape
 from memexp.methods.rescale import apply_rescale
+from memexp.training.loop import Plan, Schedule, Step, train
 from memexp.training.notebank_lora.data import TrainExample, draw, tokenize
 from memexp.training.notebank_lora.recipe import NoteBankLoRARecipe
 
@@ -45,18 +45,14 @@ NOT_SEMANTIC = ("output", "replace_assets", "asset", "threads", "log_every", "lo
                 "cache_reads")
 
 
-def run_config(recipe: NoteBankLoRARecipe):
-    """The run configuration the adapter is trained for: the backbone and its NoteBank (or
-    Plain, without replay) settings, as `memexp run backbone=<name> method=...` composes them."""
-    from memexp.core.compose import load_config
-
-    if recipe.lora.layers is None:
-        raise ConfigError(recipe.placement_error())
-    method = "notebank" if recipe.replay else "plain"
-    cfg = load_config([f"backbone={recipe.backbone}", f"method={method}", "bench=ruler", *recipe.overrides])
+def run_config(recipe: NoteBankLoRARecipe, composed):
+    """The run configuration the adapter is trained for: `composed`, the backbone with its
+    NoteBank (or Plain, without replay) settings as `memexp run` composes `recipe.run_arguments()`
+    (memexp.cli.train.run_config does; training never imports the app), with recipe.notebank's
+    fields over the method's."""
     if recipe.replay and recipe.notebank:
-        cfg.method = replace(cfg.method, **recipe.notebank)
-    return cfg
+        composed.method = replace(composed.method, **recipe.notebank)
+    return composed
 
 
 def read_example(backbone, method, ex: TrainExample, replay: bool) -> tuple[object, list[int]]:
@@ -83,13 +79,10 @@ def example_loss(backbone, method, lora, ex: TrainExample, replay: bool, read=No
     return F.cross_entropy(logits.float(), target), len(ids)
 
 
-def lr_at(recipe: NoteBankLoRARecipe, step: int) -> float:
-    if step < recipe.warmup:
-        return recipe.lr * (step + 1) / recipe.warmup
-    if recipe.schedule == "constant":
-        return recipe.lr
-    progress = (step - recipe.warmup) / max(recipe.steps - recipe.warmup, 1)
-    return recipe.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+def schedule(recipe: NoteBankLoRARecipe) -> Schedule:
+    """`warmup` linear steps, then constant or cosine to 10 % of lr."""
+    return Schedule(peak=recipe.lr, total=recipe.steps, warmup=recipe.warmup, floor=0.1 * recipe.lr,
+                    decay=recipe.schedule)
 
 
 # data fields added after adapters were shipped: they only read NQ rows, so for another source they
@@ -122,11 +115,12 @@ def save_checkpoint(out: Path, recipe, step: int, lora, opt, history: list, weig
     os.replace(tmp, folder / "state.pt")
 
 
-def resume(out: Path, recipe, lora, opt, weights: str | None) -> tuple[int, list]:
-    """(updates already done, their history) from the last checkpoint in `out`, or (0, [])."""
+def resume(out: Path, recipe, lora, weights: str | None) -> tuple[int, list, dict | None]:
+    """(updates already done, their history, the optimiser's state) from the last checkpoint in
+    `out` (its adapter tensors loaded into `lora`), or (0, [], None)."""
     path = out / CHECKPOINT / "state.pt"
     if not path.exists():
-        return 0, []
+        return 0, [], None
     saved = torch.load(path, weights_only=False)
     if saved["recipe"] != semantic(recipe):
         differs = next(k for k in semantic(recipe) if saved["recipe"].get(k) != semantic(recipe)[k])
@@ -137,8 +131,7 @@ def resume(out: Path, recipe, lora, opt, weights: str | None) -> tuple[int, list
                           f"({saved.get('weights')}, now {weights}); choose another recipe.output or remove "
                           f"{path.parent}")
     lora.load_tensors(saved["lora"])
-    opt.load_state_dict(saved["optimizer"])
-    return saved["step"], saved["history"]
+    return saved["step"], saved["history"], saved["optimizer"]
 
 
 def already_done(out: Path, recipe, weights: str | None) -> dict | None:
@@ -165,13 +158,14 @@ def already_done(out: Path, recipe, weights: str | None) -> dict | None:
     return record
 
 
-def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
-    """Train (or resume, or find done) the adapter; returns what notebank_lora.json records."""
+def run(recipe: NoteBankLoRARecipe, log=print, *, cfg) -> dict:
+    """Train (or resume, or find done) the adapter for `cfg`, the run configuration the app composes
+    from `recipe.run_arguments()` (memexp.cli.train passes it); returns what notebank_lora.json records."""
     from memexp.backbones import load_backbone
     from memexp.methods import build_method
 
     out = output_dir(recipe)
-    cfg = run_config(recipe)
+    cfg = run_config(recipe, cfg)
     # the weights the adapter trains on: one learned on other weights of the same shape is not
     # this recipe's result (memexp.core.file_digest.weights_fingerprint)
     weights = weights_fingerprint(cfg.backbone.pretrained)
@@ -189,45 +183,47 @@ def run(recipe: NoteBankLoRARecipe, log=print) -> dict:
     texts = draw(recipe.data, recipe.data_path, backbone.tokenizer)
     log(texts.summary() if recipe.data.source == "nq" else f"{len(texts.drawn)} RULER examples (all answerable)")
     examples = [tokenize(t, recipe.data, backbone.tokenizer) for t in texts.drawn]
-    params = lora.trainable_parameters()
-    opt = torch.optim.AdamW(params, lr=recipe.lr, betas=tuple(recipe.betas), weight_decay=recipe.weight_decay)
-    start, history = resume(out, recipe, lora, opt, weights)
+    start, history, saved = resume(out, recipe, lora, weights)
     if start:
         log(f"resuming {out} after update {start}/{recipe.steps}")
     sink = _logger(recipe, out)
-    lora.train()
-    t0, window = time.perf_counter(), []
     reads = {}  # example index -> read_example, with recipe.cache_reads (identical on every pass)
-    for step in range(start, recipe.steps):
-        for group in opt.param_groups:
-            group["lr"] = lr_at(recipe, step)
-        losses, tokens = [], 0
-        for a in range(recipe.accumulate):
-            i = (step * recipe.accumulate + a) % len(examples)
-            if recipe.cache_reads and i not in reads:
-                reads[i] = read_example(backbone, method, examples[i], recipe.replay)
-            loss, n = example_loss(backbone, method, lora, examples[i], recipe.replay, reads.get(i))
-            (loss / recipe.accumulate).backward()
-            losses.append(loss.item())
-            tokens += n
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, recipe.clip))
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        row = {"step": step + 1, "loss": sum(losses) / len(losses), "lr": lr_at(recipe, step), "grad_norm": grad_norm,
-               "tokens": tokens}
+
+    def batches():  # example indices, `accumulate` per update, cycling through the pool
+        i = start * recipe.accumulate
+        while True:
+            yield i % len(examples)
+            i += 1
+
+    def loss(i: int):
+        if recipe.cache_reads and i not in reads:
+            reads[i] = read_example(backbone, method, examples[i], recipe.replay)
+        value, tokens = example_loss(backbone, method, lora, examples[i], recipe.replay, reads.get(i))
+        return value, tokens, {}
+
+    t0, window = time.perf_counter(), []
+
+    def on_step(step: Step, opt) -> None:
+        nonlocal t0, window
+        row = {"step": step.index, "loss": step.loss, "lr": step.lr, "grad_norm": step.grad_norm, "tokens": step.tokens}
         history.append(row)
         window.append(row)
         seconds = time.perf_counter() - t0
         sink(row, sum(r["tokens"] for r in window) / max(seconds, 1e-9))
-        if (step + 1) % recipe.log_every == 0 or step + 1 == recipe.steps:
-            log(f"update {step + 1}/{recipe.steps} loss {sum(r['loss'] for r in window) / len(window):.4f} "
-                f"grad norm {grad_norm:.3f} lr {row['lr']:.1e} "
+        if step.index % recipe.log_every == 0 or step.index == recipe.steps:
+            log(f"update {step.index}/{recipe.steps} loss {sum(r['loss'] for r in window) / len(window):.4f} "
+                f"grad norm {step.grad_norm:.3f} lr {row['lr']:.1e} "
                 f"({sum(r['tokens'] for r in window) / max(seconds, 1e-9):.0f} tok/s)")
-        if (step + 1) % recipe.checkpoint_every == 0 and step + 1 < recipe.steps:
-            save_checkpoint(out, recipe, step + 1, lora, opt, history, weights)
-            log(f"checkpoint {out / CHECKPOINT} at update {step + 1}")
-        if (step + 1) % recipe.log_every == 0:
+        if step.index % recipe.checkpoint_every == 0 and step.index < recipe.steps:
+            save_checkpoint(out, recipe, step.index, lora, opt, history, weights)
+            log(f"checkpoint {out / CHECKPOINT} at update {step.index}")
+        if step.index % recipe.log_every == 0:
             t0, window = time.perf_counter(), []
+
+    lora.train()
+    train(Plan(lora.trainable_parameters(), schedule(recipe), batches(), loss, accumulate=recipe.accumulate,
+               betas=tuple(recipe.betas), weight_decay=recipe.weight_decay, clip=recipe.clip, start=start,
+               optimizer_state=saved, on_step=on_step))
     lora.eval()
     return finish(out, recipe, cfg, backbone, lora, examples, history, weights, log, texts.counts())
 

@@ -35,7 +35,7 @@ class Source:
 
 @dataclass
 class NiahData:
-    """tiny_titan's text: memexp's NIAH sequences (memexp.training.niah_text), loss on the answer."""
+    """tiny_titan's text: memexp's NIAH sequences (memexp.embedded.niah_text), loss on the answer."""
 
     question: str = "ruler"  # ruler | short
     min_lines: int = 1  # noise lines per sequence, drawn uniformly per sequence

@@ -13,7 +13,8 @@ data_seed, so a resumed run re-reads exactly the sequences it had not consumed):
   (MixedLongAlignLoongRLSFTDataset);
 - quality_sft: QuALITY train questions as "{article}\\n\\nQuestion: ...\\nChoices:\\nA. ...\\nAnswer:"
   with the loss on " {letter}", shuffled (seed 271828, the code's) and cycled to quality_examples;
-- niah (tiny_titan): memexp's NIAH text, loss on the answer (value, '.', EOS).
+- niah (tiny_titan): memexp's NIAH text, loss on the answer (value, '.', EOS); brought by
+  memexp.embedded.tiny_titan (`stage_stream`'s `extra`).
 
 Prompts use the backbone's chat template when it has one (Llama-3.2-Instruct), else the code's
 fallback "User: ...\\nAssistant:" form (the byte tokenizer of the tiny models). An assistant turn
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from memexp.core.schema import ConfigError
 from memexp.training.loss import IGNORE
 from memexp.training.titan_llama.config import Source, Stage, TitanLlamaRecipe
 
@@ -274,36 +276,16 @@ def quality_sft(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Itera
             produced += 1
 
 
-MAX_DRAWS = 1000  # niah: draws per sequence before the settings are called impossible
-
-
-def niah(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Iterator[Sequence]:
-    from memexp.methods.titan.config import TitanConfig
-    from memexp.training.niah_text import niah_text, stream
-
-    W = recipe.method.get("segment_length", TitanConfig.segment_length)
-    i = 0
-    while True:
-        rng = stream(recipe.data_seed, f"titan-{stage.name}", i)
-        for _ in range(MAX_DRAWS):
-            text = niah_text(fmt.tok, rng, rng.randint(recipe.niah.min_lines, recipe.niah.max_lines),
-                             recipe.niah.question, note=False)
-            # a sequence longer than sequence_length would lose its answer to the cut: draw again
-            fits = len(text.ids) <= recipe.sequence_length
-            if fits and (recipe.niah.needle == "anywhere" or (text.needle_end - 1) // W < text.answer_start // W):
-                break
-        else:
-            raise ValueError(f"recipe.niah: no sequence of {recipe.niah.min_lines}-{recipe.niah.max_lines} lines in "
-                             f"{MAX_DRAWS} draws fits recipe.sequence_length={recipe.sequence_length} with "
-                             f"niah.needle={recipe.niah.needle} (segments of {W} tokens)")
-        yield Sequence(text.ids, [IGNORE] * text.answer_start + text.ids[text.answer_start:])
-        i += 1
-
-
-def stage_stream(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter) -> Iterator[Sequence]:
-    return {"pretrain_mix": lambda: pretrain_mix(recipe, fmt), "gold_sft": lambda: gold_sft(recipe, stage, fmt),
-            "quality_sft": lambda: quality_sft(recipe, stage, fmt),
-            "niah": lambda: niah(recipe, stage, fmt)}[stage.data]()
+def stage_stream(recipe: TitanLlamaRecipe, stage: Stage, fmt: Formatter, extra: dict | None = None) -> Iterator[Sequence]:
+    """The stage's sequences. `extra`: stage data a recipe built on this one brings, by name
+    ((recipe, stage, fmt) -> sequences): tiny_titan's `niah` (memexp.embedded.tiny_titan)."""
+    streams = {"pretrain_mix": lambda: pretrain_mix(recipe, fmt), "gold_sft": lambda: gold_sft(recipe, stage, fmt),
+               "quality_sft": lambda: quality_sft(recipe, stage, fmt)}
+    streams.update({name: (lambda make=make: make(recipe, stage, fmt)) for name, make in (extra or {}).items()})
+    if stage.data not in streams:
+        raise ConfigError(f"recipe.stages {stage.name}: data={stage.data} is recipe=tiny_titan's NIAH text; "
+                          f"run recipe=tiny_titan, or choose one of {', '.join(streams)}")
+    return streams[stage.data]()
 
 
 def _first(rows: Iterator[dict], n: int) -> Iterator[dict]:

@@ -13,17 +13,11 @@ from pathlib import Path
 import torch
 
 from memexp.core.schema import ASSETS_DIR, ConfigError, portable_assets
+from memexp.training.loop import Plan, Step, train
 from memexp.training.loss import next_token_loss
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import Formatter, stage_stream
-from memexp.training.titan_llama.train import (
-    Dist,
-    Logger,
-    build,
-    lr_at,
-    micro_batches,
-    save_checkpoint,
-)
+from memexp.training.titan_llama.train import Dist, Logger, build, micro_batches, save_checkpoint, schedule
 
 MODULES = "modules"
 CHECKPOINT = "checkpoint.pt"
@@ -55,53 +49,51 @@ def train_stage(ctx: dict, stage: Stage, budget: Budget) -> dict:
         raise ConfigError(f"recipe.stages {stage.name}: batch_size={stage.batch_size} is smaller than "
                           f"micro_batch_size x world size = {stage.micro_batch_size * dist.world}")
     params = [p for p in modules.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=stage.lr, betas=tuple(recipe.betas), weight_decay=recipe.weight_decay)
-    step, consumed = 0, 0
+    start, consumed, saved = 0, 0, None
     if (folder / CHECKPOINT).is_file():
         ck = torch.load(folder / CHECKPOINT, map_location=backbone.device, weights_only=False)
         modules.load_state_dict(ck["modules"])
-        opt.load_state_dict(ck["optimizer"])
-        step, consumed = ck["step"], ck["consumed"]
-        log(f"[{stage.name}] resuming at step {step}/{total} ({consumed} micro-batches read)")
-    batches = micro_batches(stage_stream(recipe, stage, ctx["fmt"]), stage, recipe, backbone.tokenizer.eos_id,
-                            ctx["segment"], dist.rank, dist.world)
+        start, consumed, saved = ck["step"], ck["consumed"], ck["optimizer"]
+        log(f"[{stage.name}] resuming at step {start}/{total} ({consumed} micro-batches read)")
+    batches = micro_batches(stage_stream(recipe, stage, ctx["fmt"], ctx["extra_data"]), stage, recipe,
+                            backbone.tokenizer.eos_id, ctx["segment"], dist.rank, dist.world)
     batches = itertools.islice(batches, consumed, None)  # the deterministic stream, re-read to where it was
-    t0, tokens = time.perf_counter(), 0
-    finished = step >= total
-    while not finished:
-        for group in opt.param_groups:
-            group["lr"] = lr_at(stage, step, total)
-        collect = (step + 1) % recipe.log_every == 0 or step + 1 == total
-        modules.record_stats(collect)  # the layers' lambda, theta, eta, alpha, inner loss (retrofit.py)
-        loss_sum, acc_sum = 0.0, 0.0
-        for _ in range(accum):
-            ids, labels = next(batches)
-            ids, labels = ids.to(backbone.device), labels.to(backbone.device)
-            # from the hidden states, projected a chunk at a time: never [B, T, vocab] logits at once
-            loss, acc = next_token_loss(backbone.train_hidden(ids), backbone.model.lm_head, labels)
-            (loss / accum).backward()
-            loss_sum, acc_sum, tokens, consumed = loss_sum + loss.item() / accum, acc_sum + acc / accum, \
-                tokens + ids.numel(), consumed + 1
-        dist.average(params)
-        norm = torch.nn.utils.clip_grad_norm_(params, recipe.grad_clip if recipe.grad_clip > 0 else float("inf"))
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        step += 1
-        finished = step >= total
+    t0, read = time.perf_counter(), {"tokens": 0, "consumed": consumed}
+
+    def collect(step: int) -> bool:
+        return (step + 1) % recipe.log_every == 0 or step + 1 == total
+
+    def loss(batch):
+        ids, labels = (t.to(backbone.device) for t in batch)
+        read["consumed"] += 1
+        # from the hidden states, projected a chunk at a time: never [B, T, vocab] logits at once
+        value, accuracy = next_token_loss(backbone.train_hidden(ids), backbone.model.lm_head, labels)
+        return value, ids.numel(), {"accuracy": accuracy}
+
+    def on_step(step: Step, opt) -> bool:
+        read["tokens"] += step.tokens
         stop = budget.spend()
-        if collect:
-            ctx["logger"]({"stage": stage.name, "step": step, "global_step": ctx["offset"] + step, "loss": loss_sum,
-                           "accuracy": acc_sum, "lr": lr_at(stage, step - 1, total), "grad_norm": float(norm),
-                           "tokens_per_s": tokens / max(time.perf_counter() - t0, 1e-9), **modules.stats()})
-            log(f"[{stage.name}] step {step}/{total} loss {loss_sum:.4f} accuracy {acc_sum:.3f} "
-                f"lr {lr_at(stage, step - 1, total):.2e}")
-        if dist.main and (step % stage.save_every == 0 or finished or stop):
-            save_checkpoint(folder / CHECKPOINT, modules, opt, step, consumed, stage)
-        if stop and not finished:
-            return {"name": stage.name, "steps": step, "of": total, "finished": False}
+        if collect(step.index - 1):
+            ctx["logger"]({"stage": stage.name, "step": step.index, "global_step": ctx["offset"] + step.index,
+                           "loss": step.loss, "accuracy": step.numbers["accuracy"], "lr": step.lr,
+                           "grad_norm": step.grad_norm,
+                           "tokens_per_s": read["tokens"] / max(time.perf_counter() - t0, 1e-9), **modules.stats()})
+            log(f"[{stage.name}] step {step.index}/{total} loss {step.loss:.4f} accuracy "
+                f"{step.numbers['accuracy']:.3f} lr {step.lr:.2e}")
+        if dist.main and (step.index % stage.save_every == 0 or step.index >= total or stop):
+            save_checkpoint(folder / CHECKPOINT, modules, opt, step.index, read["consumed"], stage)
+        return stop
+
+    # the layers' lambda, theta, eta, alpha, inner loss are kept on logged steps only (retrofit.py)
+    done = train(Plan(params, schedule(stage, total), batches, loss, accumulate=accum, betas=tuple(recipe.betas),
+                      weight_decay=recipe.weight_decay, clip=recipe.grad_clip if recipe.grad_clip > 0 else float("inf"),
+                      start=start, optimizer_state=saved, before_step=lambda step: modules.record_stats(collect(step)),
+                      after_grads=dist.average, on_step=on_step))
+    if done < total:
+        return {"name": stage.name, "steps": done, "of": total, "finished": False}
     if dist.main:
         modules.save(folder / MODULES)
-    return {"name": stage.name, "steps": step, "of": total, "finished": True,
+    return {"name": stage.name, "steps": done, "of": total, "finished": True,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -120,9 +112,10 @@ def _stages(recipe: TitanLlamaRecipe) -> tuple[list[Stage], Path | None]:
     return [recipe.stages[i]], before
 
 
-def run(recipe: TitanLlamaRecipe, log=print) -> dict:
+def run(recipe: TitanLlamaRecipe, log=print, extra_data: dict | None = None) -> dict:
     """Every stage in order (a finished stage is skipped: its modules are read back); the record
-    of the call in <output>/recipe.json."""
+    of the call in <output>/recipe.json. `extra_data`: stage data a recipe built on this one brings
+    (data.stage_stream)."""
     if recipe.replace_assets and not recipe.output:
         recipe.output = str(Path("outputs") / "train" / recipe.asset / time.strftime("%Y%m%d-%H%M%S"))
     if not recipe.output:
@@ -139,7 +132,7 @@ def run(recipe: TitanLlamaRecipe, log=print) -> dict:
         modules.load(start)
     ctx = {"recipe": recipe, "backbone": backbone, "modules": modules, "dist": dist, "log": log, "out": out,
            "fmt": Formatter(backbone), "segment": titan.segment_length,
-           "logger": Logger(recipe, out, out.name, dist.main, log), "offset": 0}
+           "logger": Logger(recipe, out, out.name, dist.main, log), "offset": 0, "extra_data": extra_data}
     budget, done = Budget(recipe.stop_after), []
     for stage in stages:
         if (out / stage.name / MODULES).is_dir():

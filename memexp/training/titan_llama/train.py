@@ -4,7 +4,7 @@ The backbone is frozen and retrofitted (memexp.methods.titan.retrofit); the oute
 next-token cross entropy of `backbone.train_forward` through the memories' inner updates (the
 code's detach_inner_grads=false), mean over the supervised tokens of each micro-batch, averaged
 over the gradient-accumulation steps. AdamW (recipe.betas, weight_decay) on the Titan modules, gradient
-clip recipe.grad_clip, the stage's warmup + cosine schedule.
+clip recipe.grad_clip, the stage's warmup + cosine schedule: memexp.training.loop's `train`.
 
 Precision: memexp trains the Titan modules in fp32 and the memory computes in fp32 whatever the
 backbone's dtype (method.memory_dtype=float32, the only value a recipe takes). The authors' code does
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from dataclasses import asdict
 from pathlib import Path
@@ -38,17 +37,16 @@ from typing import Iterator
 import torch
 
 from memexp.core.schema import _build
+from memexp.training.loop import Schedule
 from memexp.training.titan_llama.config import Stage, TitanLlamaRecipe
 from memexp.training.titan_llama.data import IGNORE
 
 
-def lr_at(stage: Stage, step: int, total: int) -> float:
+def schedule(stage: Stage, total: int) -> Schedule:
     """The code's neural_mem_lr_lambda: linear from warmup_start_lr to lr over warmup_steps, then
-    cosine from lr to min_lr over the remaining steps (step counts from 0)."""
-    if step < stage.warmup_steps:
-        return stage.warmup_start_lr + (stage.lr - stage.warmup_start_lr) * step / stage.warmup_steps
-    progress = min((step - stage.warmup_steps) / max(total - stage.warmup_steps, 1), 1.0)
-    return stage.min_lr + 0.5 * (stage.lr - stage.min_lr) * (1 + math.cos(math.pi * progress))
+    cosine from lr to min_lr over the remaining steps of `total`."""
+    return Schedule(peak=stage.lr, total=total, warmup=stage.warmup_steps, warmup_start=stage.warmup_start_lr,
+                    floor=stage.min_lr)
 
 
 def micro_batches(stream: Iterator, stage: Stage, recipe: TitanLlamaRecipe, pad_id: int, segment: int,

@@ -72,7 +72,7 @@ def test_fp32_stays_the_default_and_the_file_does_not_depend_on_it(tmp_path):
 def test_wrong_values_are_one_line():
     with pytest.raises(ConfigError, match=r"^method\.memory_dtype='float16': allowed values are float32, bfloat16$"):
         TitanConfig(memory_dtype="float16")
-    from memexp.training.cli import load_recipe
+    from memexp.cli.train import load_recipe
 
     with pytest.raises(ConfigError, match=r"^recipe\.method\.memory_dtype='bfloat16': training keeps"):
         load_recipe(["recipe=titan_llama", "method={layers: 4, segment_length: 512, test_batch: 1024, "

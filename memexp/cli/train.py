@@ -78,14 +78,24 @@ def _choose_output(recipe, name: str) -> None:
                           f"to replace them, or choose another recipe.output")
 
 
+def run_config(recipe):
+    """The run configuration a recipe trains for, composed as `memexp run` composes its arguments
+    (`recipe.run_arguments()`: a recipe that trains a method's adapter, e.g. notebank_lora); the
+    recipe's run takes it as `cfg`, so that training never imports the app."""
+    from memexp.core.compose import load_config
+
+    return load_config(recipe.run_arguments())
+
+
 def main(argv: list[str]) -> int:
     from memexp.run.checks import check_recipe
 
     try:
         recipe, run = load_recipe(list(argv))
         check_recipe(recipe)
+        given = {"cfg": run_config(recipe)} if hasattr(recipe, "run_arguments") else {}
     except ConfigError as e:
         print(f"memexp: {e}", file=sys.stderr)
         return 2
-    run(recipe, log=lambda line: print(line, flush=True))
+    run(recipe, log=lambda line: print(line, flush=True), **given)
     return 0

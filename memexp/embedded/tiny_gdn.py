@@ -34,8 +34,9 @@ import torch.nn.functional as F
 from memexp.backbones.gdn.model import GDNBackbone, GDNConfig, GDNForCausalLM
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.core.schema import ASSETS_DIR, ConfigError, portable_assets
-from memexp.training.niah_eval import plain_accuracy
-from memexp.training.niah_text import QUESTIONS, STREAM_PREFIX, TASK, NiahText, niah_text, stream
+from memexp.embedded.niah_eval import plain_accuracy
+from memexp.embedded.niah_text import QUESTIONS, STREAM_PREFIX, TASK, NiahText, niah_text, stream
+from memexp.training.loop import Plan, Schedule, Step, train
 
 CHECKPOINT_DIR = ASSETS_DIR / "tiny_gdn"
 
@@ -48,7 +49,7 @@ class Stage:
     steps: int = 100  # optimizer steps
     batch_size: int = 16  # sequences per step
     lr: float = 3e-3  # peak learning rate: 10-step warmup, then cosine to 10 % of it
-    question: str = "ruler"  # ruler | short (see memexp.training.niah_text)
+    question: str = "ruler"  # ruler | short (see memexp.embedded.niah_text)
     min_lines: int = 1  # noise lines in the haystack, drawn uniformly per batch
     max_lines: int = 6  # the most noise lines in the haystack
     note_fraction: float = 0.25  # share of batches in NoteBank's replay form (needle, suffix, question)
@@ -73,7 +74,7 @@ def check_stages(stages: list[Stage]) -> None:
 @dataclass
 class TinyGDNRecipe:
     seed: int = 0  # model init and every training stream (RULER evaluates on seed 42 streams)
-    output: Optional[str] = None  # checkpoint directory; null = a new outputs/train/tiny_gdn/<time> (training.cli)
+    output: Optional[str] = None  # checkpoint directory; null = a new outputs/train/tiny_gdn/<time> (memexp.cli.train)
     replace_assets: bool = False  # write the shipped model, memexp/assets/tiny_gdn (what backbone=tiny_gdn runs)
     init_from: Optional[str] = None  # start from this checkpoint instead of random init (stage experiments)
     model: dict = field(default_factory=lambda: {
@@ -156,48 +157,55 @@ def stage_texts(recipe: TinyGDNRecipe, stage: Stage, step: int, tokenizer) -> li
                       recipe.replay_suffix) for i in range(stage.batch_size)]
 
 
-def lr_at(stage: Stage, step: int) -> float:
-    warmup = min(10, stage.steps)
-    if step < warmup:
-        return stage.lr * (step + 1) / warmup
-    progress = (step - warmup) / max(stage.steps - warmup, 1)
-    return stage.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+def schedule(stage: Stage) -> Schedule:
+    """10-step warm-up (or the whole stage when shorter), then cosine to 10 % of the peak."""
+    return Schedule(peak=stage.lr, total=stage.steps, warmup=min(10, stage.steps), floor=0.1 * stage.lr)
 
 
 def train_stage(backbone: GDNBackbone, recipe: TinyGDNRecipe, stage: Stage, tokenizer, log=print) -> dict:
     model = backbone.model
-    opt = torch.optim.AdamW(model.parameters(), lr=stage.lr, betas=(0.9, 0.98), weight_decay=0.0)
-    model.train()
-    t0, tokens, window = time.perf_counter(), 0, []
-    for step in range(stage.steps):
-        inputs, targets, weights, answer = batch(stage_texts(recipe, stage, step, tokenizer), tokenizer.eos_id,
-                                                 recipe.answer_weight, recipe.other_weight)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(stage, step)
+
+    def batches():
+        for step in range(stage.steps):
+            yield batch(stage_texts(recipe, stage, step, tokenizer), tokenizer.eos_id, recipe.answer_weight,
+                        recipe.other_weight)
+
+    def loss(b):
+        inputs, targets, weights, answer = b
         logits = backbone.train_forward(inputs)
         ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view_as(weights)
-        loss = (ce * weights).sum() / weights.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        tokens += inputs.numel()
         hit = logits.argmax(-1) == targets
-        whole = (hit | ~answer).all(-1).float().mean().item()
-        window.append((loss.item(), whole, (hit & answer).sum().item() / answer.sum().item()))
-        if (step + 1) % recipe.log_every == 0 or step + 1 == stage.steps:
-            log_window(stage, step, window, tokens / (time.perf_counter() - t0), log)
-            window = []
+        return (ce * weights).sum() / weights.sum(), inputs.numel(), {
+            "answers": (hit | ~answer).all(-1).float().mean().item(),
+            "answer_tokens": (hit & answer).sum().item() / answer.sum().item()}
+
+    model.train()
+    t0 = time.perf_counter()
+    progress = Progress(stage, recipe.log_every, log)
+    train(Plan(list(model.parameters()), schedule(stage), batches(), loss, betas=(0.9, 0.98), on_step=progress))
     model.eval()
-    return {"name": stage.name, "steps": stage.steps, "tokens": tokens, "seconds": round(time.perf_counter() - t0, 1)}
+    return {"name": stage.name, "steps": stage.steps, "tokens": progress.tokens,
+            "seconds": round(time.perf_counter() - t0, 1)}
 
 
-def log_window(stage, step: int, window: list[tuple[float, float, float]], tokens_per_s: float, log) -> None:
-    """One progress line: the window's mean loss, whole-answer and answer-token rates."""
-    n = len(window)
-    log(f"[{stage.name}] step {step + 1}/{stage.steps} loss {sum(w[0] for w in window) / n:.3f} "
-        f"answers {100 * sum(w[1] for w in window) / n:.0f}% (tokens {100 * sum(w[2] for w in window) / n:.0f}%) "
-        f"({tokens_per_s:.0f} tok/s, lr {lr_at(stage, step):.1e})")
+class Progress:
+    """A NIAH-text stage's progress lines every `every` updates (and at its last): the window's
+    mean loss, whole-answer and answer-token rates, tokens/s and lr."""
+
+    def __init__(self, stage, every: int, log) -> None:
+        self.stage, self.every, self.log = stage, every, log
+        self.t0, self.tokens, self.window = time.perf_counter(), 0, []
+
+    def __call__(self, step: Step, opt) -> None:
+        self.tokens += step.tokens
+        self.window.append(step)
+        if step.index % self.every == 0 or step.index == self.stage.steps:
+            n, w = len(self.window), self.window
+            self.log(f"[{self.stage.name}] step {step.index}/{self.stage.steps} loss {sum(s.loss for s in w) / n:.3f} "
+                     f"answers {100 * sum(s.numbers['answers'] for s in w) / n:.0f}% "
+                     f"(tokens {100 * sum(s.numbers['answer_tokens'] for s in w) / n:.0f}%) "
+                     f"({self.tokens / (time.perf_counter() - self.t0):.0f} tok/s, lr {step.lr:.1e})")
+            self.window = []
 
 
 def run(recipe: TinyGDNRecipe, log=print) -> dict:

@@ -1,5 +1,5 @@
 """The tiny_llama_niah recipe: a small Llama-style Transformer trained from scratch on the NIAH
-text the embedded GDN learns from (memexp.training.niah_text), the base model of the embedded
+text the embedded GDN learns from (memexp.embedded.niah_text), the base model of the embedded
 Titan-Llama demonstration (recipe=tiny_titan converts every layer of it).
 
 It reuses tiny_gdn's curriculum (stage batches, answer-weighted loss, warmup + cosine, the
@@ -28,9 +28,10 @@ from memexp.backbones.attention.model import AttentionBackbone, AttentionConfig,
 from memexp.backbones.loading import save_weights
 from memexp.backbones.tokenizer import ByteTokenizer
 from memexp.core.schema import ASSETS_DIR, ConfigError
-from memexp.training.niah_eval import plain_accuracy
-from memexp.training.niah_text import TASK, stream
-from memexp.training.tiny_gdn import Stage, check_stages, train_stage, write_recipe_record
+from memexp.embedded.niah_eval import plain_accuracy
+from memexp.embedded.niah_text import TASK, stream
+from memexp.embedded.tiny_gdn import Stage, check_stages, train_stage, write_recipe_record
+from memexp.training.loop import Plan, Schedule, Step, train
 
 ASSET = "tiny_llama_niah"  # memexp/assets/<it>: the model experiment=tiny_titan runs
 
@@ -109,26 +110,34 @@ def train_copy(backbone: AttentionBackbone, recipe: TinyLlamaRecipe, tokenizer, 
     """The copy warm-up; returns its record (name, steps, tokens, seconds)."""
     c = recipe.copy
     model = backbone.model
-    opt = torch.optim.AdamW(model.parameters(), lr=c.lr, betas=(0.9, 0.98), weight_decay=0.0)
-    model.train()
-    t0, tokens, copied = time.perf_counter(), 0, []
-    for step in range(c.steps):
-        ids, weights = copy_batch(recipe, step, tokenizer)
+
+    def batches():
+        for step in range(c.steps):
+            yield copy_batch(recipe, step, tokenizer)
+
+    def loss(b):
+        ids, weights = b
         logits = backbone.train_forward(ids[:, :-1])
         ce = F.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten(), reduction="none").view_as(weights)
-        loss = (ce * weights).sum() / weights.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        tokens += ids[:, :-1].numel()
         target = torch.zeros_like(weights, dtype=torch.bool)
         target[:, -((ids.shape[1] - 2) // 2):] = True  # the second copy (BOS, n chars, newline, n chars)
-        copied.append(((logits.argmax(-1) == ids[:, 1:]) & target).sum().item() / target.sum().item())
-        if (step + 1) % recipe.log_every == 0 or step + 1 == c.steps:
-            log(f"[copy] step {step + 1}/{c.steps} loss {loss.item():.3f} copied {100 * sum(copied) / len(copied):.0f}% "
+        copied = ((logits.argmax(-1) == ids[:, 1:]) & target).sum().item() / target.sum().item()
+        return (ce * weights).sum() / weights.sum(), ids[:, :-1].numel(), {"copied": copied}
+
+    t0, tokens, copied = time.perf_counter(), 0, []
+
+    def progress(step: Step, opt) -> None:
+        nonlocal tokens
+        tokens += step.tokens
+        copied.append(step.numbers["copied"])
+        if step.index % recipe.log_every == 0 or step.index == c.steps:
+            log(f"[copy] step {step.index}/{c.steps} loss {step.loss:.3f} copied {100 * sum(copied) / len(copied):.0f}% "
                 f"({tokens / (time.perf_counter() - t0):.0f} tok/s, lr {c.lr:.1e})")
-            copied = []
+            copied.clear()
+
+    model.train()
+    train(Plan(list(model.parameters()), Schedule(peak=c.lr, total=c.steps, decay="constant"), batches(), loss,
+               betas=(0.9, 0.98), on_step=progress))
     model.eval()
     return {"name": "copy", "steps": c.steps, "tokens": tokens, "seconds": round(time.perf_counter() - t0, 1)}
 

@@ -1,5 +1,5 @@
 """The tiny_gdn_words recipe: a Gated DeltaNet with a word tokenizer, trained from scratch on
-RULER's six NIAH tasks in their own format (memexp.training.niah_words), never on NoteBank's
+RULER's six NIAH tasks in their own format (memexp.embedded.niah_words), never on NoteBank's
 replay form, so NoteBank-TF on it is training-free as in the paper.
 
 Why a word tokenizer and 4 x 4 channels (tiny_gdn has bytes and 2 x 2): NoteBank's native
@@ -10,7 +10,7 @@ two rare tokens read in the same words in the needle ("... for {key} is:") and i
 ("... for {key} mentioned ..."), so the first layer's queries there match across the two.
 More channels give the vote more voters that can see that match.
 
-The model and initialisation follow tiny_gdn (memexp.training.tiny_gdn: PyTorch's default
+The model and initialisation follow tiny_gdn (memexp.embedded.tiny_gdn: PyTorch's default
 init, long-memory gates at init) with two changes without which it did not learn to copy a value
 on this machine (docs/benchmarks.md): the embedding and LM head are tied (a copied token's
 embedding is its own output row, which matters for 9.5K rarely seen tokens), and the first
@@ -36,9 +36,9 @@ import torch.nn.functional as F
 
 from memexp.backbones.gdn.model import GDNBackbone, GDNConfig
 from memexp.core.schema import ASSETS_DIR, ConfigError, portable_assets
-from memexp.training.lexical_heads import LexicalHeads
-from memexp.training.niah_eval import plain_accuracy
-from memexp.training.niah_words import (
+from memexp.embedded.lexical_heads import LexicalHeads
+from memexp.embedded.niah_eval import plain_accuracy
+from memexp.embedded.niah_words import (
     FORMS,
     QUESTIONS,
     SIX_TASKS,
@@ -52,8 +52,9 @@ from memexp.training.niah_words import (
     stream,
     tokenizer_corpus,
 )
-from memexp.training.tiny_gdn import build_model, log_window, lr_at
-from memexp.training.words_tokenizer import train_tokenizer
+from memexp.embedded.tiny_gdn import Progress, build_model, schedule
+from memexp.embedded.words_tokenizer import train_tokenizer
+from memexp.training.loop import Plan, train
 
 NAME = "tiny_gdn_words"
 CHECKPOINT_DIR = ASSETS_DIR / NAME
@@ -117,7 +118,7 @@ class TinyGDNWordsRecipe:
     model: dict = field(default_factory=lambda: {
         "hidden_size": 128, "num_hidden_layers": 4, "num_heads": 4, "head_dim": 32, "expand_v": 1.0,
         "hidden_ratio": 4})  # FLA GatedDeltaNetConfig fields; vocab_size comes from the trained tokenizer
-    init: str = "torch"  # torch | fla (see memexp.training.tiny_gdn)
+    init: str = "torch"  # torch | fla (see memexp.embedded.tiny_gdn)
     decay_min: float = 1e-4  # initial per-token forgetting 1 - exp(g), log-uniform over heads
     decay_max: float = 1e-3  # the largest initial per-token forgetting
     conv_init: float = 0.5  # short-conv taps ~ U(-conv_init, conv_init)
@@ -136,7 +137,7 @@ class TinyGDNWordsRecipe:
     # ("X mentioned in the provided text is"), the reach a key-conditioned read needs
     carrier_heads: int = 0
     # the last `lexical_heads` heads of layer 0 are held as lexical bag heads (see
-    # memexp.training.lexical_heads): query and key a bag of the words around t, a fixed random
+    # memexp.embedded.lexical_heads): query and key a bag of the words around t, a fixed random
     # projection orthogonal to the text's mean direction, std `lexical_scale`; a channel NoteBank's
     # native router can match the question's words on. A bag spans model.conv_size tokens
     lexical_heads: int = 0
@@ -301,34 +302,38 @@ def step_loss(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, inputs, targets
 def train_stage(backbone: GDNBackbone, recipe: TinyGDNWordsRecipe, stage: WordsStage, log=print,
                 lexical: LexicalHeads | None = None) -> dict:
     model, tokenizer = backbone.model, backbone.tokenizer
-    opt = torch.optim.AdamW(model.parameters(), lr=stage.lr, betas=(0.9, 0.98), weight_decay=0.0)
     generator = torch.Generator().manual_seed(recipe.seed)
     centering = CenteredQK(model, stage.centered_qk_layers)
-    model.train()
-    t0, tokens, window = time.perf_counter(), 0, []
-    for step in range(stage.steps):
-        inputs, targets, answer, other, question = batch(step_examples(recipe, stage, step, tokenizer),
-                                                         tokenizer.eos_id, recipe.other_positions, generator)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(stage, step)
-        loss, hits, whole = step_loss(backbone, recipe, inputs, targets, answer, other, question, stage.question_weight,
-                                      (stage.lens_layer, stage.lens_weight))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+    read = []  # the last batch's inputs, which the lexical heads' statistics follow
+
+    def batches():
+        for step in range(stage.steps):
+            yield batch(step_examples(recipe, stage, step, tokenizer), tokenizer.eos_id, recipe.other_positions,
+                        generator)
+
+    def loss(b):
+        inputs, targets, answer, other, question = b
+        read[:] = [inputs]
+        value, hits, whole = step_loss(backbone, recipe, inputs, targets, answer, other, question,
+                                       stage.question_weight, (stage.lens_layer, stage.lens_weight))
+        return value, inputs.numel(), {"answers": whole.float().mean().item(),
+                                       "answer_tokens": hits.float().mean().item()}
+
+    def constrain() -> None:
         centering.project()
         if lexical is not None:
-            lexical.observe(inputs)
+            lexical.observe(read[0])
             lexical.apply()
-        tokens += inputs.numel()
-        window.append((loss.item(), whole.float().mean().item(), hits.float().mean().item()))
-        if (step + 1) % recipe.log_every == 0 or step + 1 == stage.steps:
-            log_window(stage, step, window, tokens / (time.perf_counter() - t0), log)
-            window = []
+
+    model.train()
+    t0 = time.perf_counter()
+    progress = Progress(stage, recipe.log_every, log)
+    train(Plan(list(model.parameters()), schedule(stage), batches(), loss, betas=(0.9, 0.98), after_step=constrain,
+               on_step=progress))
     centering.close()
     model.eval()
-    return {"name": stage.name, "steps": stage.steps, "tokens": tokens, "seconds": round(time.perf_counter() - t0, 1)}
+    return {"name": stage.name, "steps": stage.steps, "tokens": progress.tokens,
+            "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def run(recipe: TinyGDNWordsRecipe, log=print) -> dict:
