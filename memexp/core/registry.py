@@ -115,11 +115,16 @@ class Registry:
         return entry
 
     def _order(self) -> None:
-        # memexp's own entries first, by name (however their modules were first imported: a direct
-        # import of one registers it early), then outside entries in the order they were registered
-        builtin = sorted((e for e in self._entries.values() if e.origin in self._rank), key=lambda e: e.name)
+        # memexp's own entries first, by package (in the order given) and name, however their modules
+        # were first imported (a direct import of one registers it early); then outside entries in the
+        # order they were registered
+        builtin = sorted((e for e in self._entries.values() if e.origin in self._rank),
+                         key=lambda e: (self._package_index(e.origin), e.name))
         outside = [e for e in self._entries.values() if e.origin not in self._rank]
         self._entries = {e.name: e for e in builtin + outside}
+
+    def _package_index(self, module: str) -> int:
+        return next(i for i, package in enumerate(self._packages) if module.startswith(package + "."))
 
     def unregister(self, name: str) -> Entry:
         """Remove `name` (an outside package undoing its registration, or a test cleaning up)."""
