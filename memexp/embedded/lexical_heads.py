@@ -137,7 +137,7 @@ def token_counts(tokenizer, vocab_size: int, examples: int, seed: int = TEXT_STR
     """How often each token id occurs in `examples` training examples of the six tasks at 1K
     tokens (the recipe's generator, stream `seed`) -> [vocab_size]; with `documents`, in how many
     of the examples it occurs (document frequency, the classic IDF's count)."""
-    from memexp.training import niah_words
+    from memexp.embedded import niah_words
 
     counts = torch.zeros(vocab_size)
     for i in range(examples):

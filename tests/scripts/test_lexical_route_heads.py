@@ -12,7 +12,7 @@ def test_token_counts_count_every_token_of_the_examples():
     from memexp.backbones.loading import load_tokenizer
     from memexp.core.schema import ASSETS_DIR
     from memexp.embedded.lexical_heads import TEXT_STREAM
-    from memexp.training import niah_words
+    from memexp.embedded import niah_words
 
     probe = load_script("lexical_route_heads")
     shipped = ASSETS_DIR / "tiny_gdn_words"
@@ -138,7 +138,7 @@ def test_document_frequency_counts_each_example_once():
     from memexp.backbones.loading import load_tokenizer
     from memexp.core.schema import ASSETS_DIR
     from memexp.embedded.lexical_heads import TEXT_STREAM
-    from memexp.training import niah_words
+    from memexp.embedded import niah_words
 
     probe = load_script("lexical_route_heads")
     shipped = ASSETS_DIR / "tiny_gdn_words"
