@@ -1,7 +1,7 @@
 """JRT-Prompt: the context and question are read twice before generation."""
 
 import torch
-from notebank_toy_backbone import ToyBackbone
+from helpers.notebank_toy_backbone import ToyBackbone
 
 from memexp.core.types import Question
 from memexp.methods.jrt.config import JRTConfig

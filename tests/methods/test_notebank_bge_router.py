@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from notebank_toy_backbone import FILLER, RARE, WordTokenizer
+from helpers.notebank_toy_backbone import FILLER, RARE, WordTokenizer
 from test_notebank_router import lexical_archive, question
 
 from memexp.backbones.loading import BackboneLoadError
@@ -82,7 +82,7 @@ def test_the_bank_is_encoded_once_per_archive_and_its_time_recorded(encoder_dir)
 
 
 def test_notebank_routes_with_bge_and_records_the_encoding_time(encoder_dir):
-    from notebank_toy_backbone import ToyBackbone
+    from helpers.notebank_toy_backbone import ToyBackbone
 
     from memexp.core.types import Question
 

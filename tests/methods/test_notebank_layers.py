@@ -11,7 +11,7 @@ import random
 
 import pytest
 import torch
-from notebank_toy_backbone import FILLER, ToyBackbone
+from helpers.notebank_toy_backbone import FILLER, ToyBackbone
 
 from memexp.core.compose import load_config
 from memexp.core.schema import ConfigError

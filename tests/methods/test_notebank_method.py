@@ -7,7 +7,7 @@ import random
 
 import pytest
 import torch
-from notebank_toy_backbone import FILLER, ToyBackbone
+from helpers.notebank_toy_backbone import FILLER, ToyBackbone
 
 from memexp.core.types import Question
 from memexp.methods.notebank.config import NoteBankConfig

@@ -5,7 +5,7 @@ suffix of " " (memexp's former default) would add ids and change the answer."""
 
 import random
 
-from notebank_toy_backbone import FILLER, SpacedTokenizer, ToyBackbone
+from helpers.notebank_toy_backbone import FILLER, SpacedTokenizer, ToyBackbone
 
 from memexp.core.types import Question
 from memexp.methods.notebank.config import NoteBankConfig

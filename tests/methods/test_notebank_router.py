@@ -2,7 +2,7 @@
 the random / BM25 / oracle alternatives."""
 
 import torch
-from notebank_toy_backbone import WordTokenizer
+from helpers.notebank_toy_backbone import WordTokenizer
 
 from memexp.core.types import Question
 from memexp.methods.notebank.archive import ArchiveBuilder

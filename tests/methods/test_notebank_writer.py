@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from notebank_toy_backbone import ToyBackbone, WordTokenizer
+from helpers.notebank_toy_backbone import ToyBackbone, WordTokenizer
 
 from memexp.backbones.base import Channel
 from memexp.methods.notebank.addresses import AddressCompactor, ChannelLayout

@@ -1,9 +1,9 @@
-"""An offline W&B run, read back from its files (tests/wandb/offline_run.py says how), holds what a
+"""An offline W&B run, read back from its files (tests/run/tracking/offline_run.py says how), holds what a
 researcher looks for: score per context length on a `length` x-axis, every task x length in the
 summary, the complete per-question table after a resume, the run folder's files as an artifact,
 and the first, stopped process marked incomplete.
 
-The run (the `resumed` fixture, tests/wandb/conftest.py): 4 examples at two lengths, stopped after
+The run (the `resumed` fixture, tests/run/tracking/conftest.py): 4 examples at two lengths, stopped after
 2 and resumed. Expected values come from records.jsonl, averaged here by hand.
 """
 

@@ -3,12 +3,8 @@ what the model re-read: the text of the context span the note covers, decoded fr
 own ids at the span's positions (not from the archive)."""
 
 import random
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))  # the toy backbone of the NoteBank tests
-
-from notebank_toy_backbone import FILLER, ToyBackbone  # noqa: E402
+from helpers.notebank_toy_backbone import FILLER, ToyBackbone
 
 from memexp.core.types import Question, Record
 from memexp.methods.notebank.config import NoteBankConfig

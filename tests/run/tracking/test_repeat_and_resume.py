@@ -1,5 +1,5 @@
 """Repeating a finished run logs nothing new to W&B, and a resumed run continues its W&B run's
-steps (read back from the offline .wandb files, tests/wandb/offline_run.py)."""
+steps (read back from the offline .wandb files, tests/run/tracking/offline_run.py)."""
 
 
 def test_repeating_a_complete_run_logs_nothing_new(repeated):

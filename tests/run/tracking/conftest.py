@@ -1,4 +1,4 @@
-"""The offline W&B run the tests in this folder read back (tests/wandb/offline_run.py says how).
+"""The offline W&B run the tests in this folder read back (tests/run/tracking/offline_run.py says how).
 
 NoteBank on the tiny random GDN, RULER niah_single_1 at two lengths x 2 samples = 4 examples. The
 first process stops after 2 (`max_examples=2`, the same run folder: max_examples is not part of the
