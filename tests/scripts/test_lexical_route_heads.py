@@ -11,8 +11,8 @@ def test_token_counts_count_every_token_of_the_examples():
     """The counts add up to the examples' lengths, drawn from the recipe generator's training stream."""
     from memexp.backbones.loading import load_tokenizer
     from memexp.core.schema import ASSETS_DIR
-    from memexp.embedded.lexical_heads import TEXT_STREAM
     from memexp.embedded import niah_words
+    from memexp.embedded.lexical_heads import TEXT_STREAM
 
     probe = load_script("lexical_route_heads")
     shipped = ASSETS_DIR / "tiny_gdn_words"
@@ -137,8 +137,8 @@ def test_document_frequency_counts_each_example_once():
     examples' distinct tokens, and the BOS every example starts with counts once per example."""
     from memexp.backbones.loading import load_tokenizer
     from memexp.core.schema import ASSETS_DIR
-    from memexp.embedded.lexical_heads import TEXT_STREAM
     from memexp.embedded import niah_words
+    from memexp.embedded.lexical_heads import TEXT_STREAM
 
     probe = load_script("lexical_route_heads")
     shipped = ASSETS_DIR / "tiny_gdn_words"
