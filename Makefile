@@ -16,8 +16,11 @@ install: ## install memexp with its test tools (CPU torch where there is no GPU)
 run: ## the quick-start run on the embedded default (tiny_gdn_words, generated RULER)
 	$(PYTHON) -m memexp run
 
-test: ## the whole CPU test suite, offline (what CI runs)
-	$(PYTHON) -m pytest -q -m "not gpu"
+# test workers (pytest-xdist): one more than 2 cores, as many tests wait on a subprocess or the SLURM scheduler
+TEST_WORKERS ?= 3
+
+test: ## the whole CPU test suite, offline (what CI runs), on $(TEST_WORKERS) workers
+	$(PYTHON) -m pytest -q -m "not gpu" -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 test-fast: ## the test suite without tests marked slow
 	$(PYTHON) -m pytest -q -m "not gpu and not slow"

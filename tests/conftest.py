@@ -1,6 +1,9 @@
 """Every test runs offline, single-threaded and without W&B network traffic."""
 
 import os
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -12,3 +15,21 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """For pytest-xdist's `--dist loadgroup` (`make test`): a file's tests run on one worker, so a
+    module-scoped fixture (a trained tiny model, a converted checkpoint) is built once; the cluster
+    files share one worker as they share one SLURM cluster (a session fixture). Under xdist, files
+    with a test marked slow come first (`--no-loadscope-reorder` keeps this order), so that no long
+    file starts last while the other workers sit idle. Without xdist the marks do nothing and the
+    order is pytest's."""
+    for item in items:
+        parts = Path(item.fspath).resolve().relative_to(TESTS).parts
+        item.add_marker(pytest.mark.xdist_group("cluster" if parts[0] == "cluster" else "/".join(parts)))
+    if hasattr(config, "workerinput"):
+        slow_files = {item.fspath for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.fspath not in slow_files)  # stable: pytest's order otherwise
