@@ -17,19 +17,21 @@ import torch  # noqa: E402
 torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 TESTS = Path(__file__).resolve().parent
+# test folders whose conftest.py builds a session-scoped fixture their files share
+SESSION_FOLDERS = ("cluster", "wandb")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """For pytest-xdist's `--dist loadgroup` (`make test`): a file's tests run on one worker, so a
-    module-scoped fixture (a trained tiny model, a converted checkpoint) is built once; the cluster
-    files share one worker as they share one SLURM cluster (a session fixture). Under xdist, files
-    with a test marked slow come first (`--no-loadscope-reorder` keeps this order), so that no long
-    file starts last while the other workers sit idle. Without xdist the marks do nothing and the
-    order is pytest's."""
+    module-scoped fixture (a trained tiny model, a converted checkpoint) is built once; a folder
+    whose conftest holds a session fixture (tests/cluster's SLURM cluster, tests/wandb's offline
+    runs) is one group, so that fixture is built once too. Under xdist, files with a test marked
+    slow come first (`--no-loadscope-reorder` keeps this order), so that no long file starts last
+    while the other workers sit idle. Without xdist the marks do nothing and the order is pytest's."""
     for item in items:
-        parts = Path(item.fspath).resolve().relative_to(TESTS).parts
-        item.add_marker(pytest.mark.xdist_group("cluster" if parts[0] == "cluster" else "/".join(parts)))
+        parts = item.path.resolve().relative_to(TESTS).parts
+        item.add_marker(pytest.mark.xdist_group(parts[0] if parts[0] in SESSION_FOLDERS else "/".join(parts)))
     if hasattr(config, "workerinput"):
-        slow_files = {item.fspath for item in items if item.get_closest_marker("slow")}
-        items.sort(key=lambda item: item.fspath not in slow_files)  # stable: pytest's order otherwise
+        slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: item.path not in slow_files)  # stable: pytest's order otherwise
