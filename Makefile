@@ -16,12 +16,17 @@ install: ## install memexp with its test tools (CPU torch where there is no GPU)
 run: ## the quick-start run on the embedded default (tiny_gdn_words, generated RULER)
 	$(PYTHON) -m memexp run
 
-test: ## the whole CPU test suite, offline (what CI runs), and the documentation site's strict build
+# test workers (pytest-xdist): one more than 2 cores, as many tests wait on a subprocess or the SLURM scheduler;
+# a file (tests/cluster, tests/run/tracking: a folder) per worker, files with slow tests first (tests/conftest.py)
+TEST_WORKERS ?= 3
+WORKERS = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+
+test: ## the whole CPU test suite, offline (what CI runs), on $(TEST_WORKERS) workers, and the documentation site's strict build
 	$(PYTHON) -m mkdocs build --strict --site-dir site
-	$(PYTHON) -m pytest -q -m "not gpu"
+	$(PYTHON) -m pytest -q -m "not gpu" $(WORKERS)
 
 test-fast: ## the test suite without tests marked slow
-	$(PYTHON) -m pytest -q -m "not gpu and not slow"
+	$(PYTHON) -m pytest -q -m "not gpu and not slow" $(WORKERS)
 
 test-gpu: ## the CUDA tests: kernels against their references (a GPU and `pip install --no-build-isolation -e ".[cuda]"`)
 	$(PYTHON) -m pytest -q -m gpu -rs

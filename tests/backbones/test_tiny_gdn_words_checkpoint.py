@@ -2,9 +2,8 @@
 tokenizer, generates deterministically, records how it was made, and runs NoteBank with the native router."""
 
 import json
-import os
-import subprocess
-import sys
+
+from helpers.memexp_process import python
 
 from memexp.backbones import backbone_config, load_backbone
 from memexp.core.schema import ASSETS_DIR
@@ -40,9 +39,7 @@ def test_the_asset_is_complete_small_and_records_its_recipe():
 def test_it_loads_offline_from_another_working_directory(tmp_path):
     code = ("from memexp.backbones import load_backbone; bb = load_backbone('tiny_gdn_words'); "
             "print(bb.name, len(bb.channels), bb.tokenizer.vocab_size > 5000)")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=300)
+    out = python("-c", code, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["tiny_gdn_words", "16", "True"]
 

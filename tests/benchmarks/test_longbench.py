@@ -155,7 +155,7 @@ def test_a_single_files_rows_without_a_subset_are_counted_once(tmp_path):
 
 def test_a_single_file_run_says_it_skipped_rows(tmp_path):
     """The issue's case: 1 of 3 rows scored, the other two not counted, `complete: true`."""
-    from memexp_subprocess import memexp_run
+    from helpers.memexp_process import memexp_run
 
     path = tmp_path / "mixed.jsonl"
     no_dataset = {k: v for k, v in record("qmsum", 9).items() if k != "dataset"}
@@ -284,7 +284,7 @@ def test_a_failed_download_leaves_no_cache(tmp_path, monkeypatch):
 
 
 def test_runs_end_to_end(tmp_path):
-    from memexp_subprocess import memexp_run
+    from helpers.memexp_process import memexp_run
 
     write_subsets(tmp_path, 2)
     summary = memexp_run(tmp_path, "bench=longbench", f"bench.data_path={tmp_path}", "bench.tasks=[trec,qasper]",

@@ -148,7 +148,7 @@ def test_overlength_is_validated():
 
 
 def test_runs_end_to_end(tmp_path):
-    from memexp_subprocess import memexp_run
+    from helpers.memexp_process import memexp_run
 
     path = write(tmp_path / "data.json", [record(0), record(1, difficulty="hard", length="long", context="y" * 900)])
     summary = memexp_run(tmp_path, "bench=longbench_v2", f"bench.data_path={path}", "bench.max_new_tokens=3",

@@ -185,7 +185,7 @@ def test_unknown_answer_location_is_reported(tmp_path, caplog, task):
 
 
 def test_runs_end_to_end(tmp_path):
-    from memexp_subprocess import memexp_run
+    from helpers.memexp_process import memexp_run
 
     path = write(tmp_path / "benchmark_v5.json", {"p1": patient("p1"), "p2": patient("p2")})
     summary = memexp_run(tmp_path, "bench=longhealth", f"bench.data_path={path}", "bench.tasks=[task1,task3]",

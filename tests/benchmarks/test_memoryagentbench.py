@@ -183,7 +183,7 @@ def test_aggregate_is_table_6():
 
 
 def test_runs_end_to_end(tmp_path):
-    from memexp_subprocess import memexp_run
+    from helpers.memexp_process import memexp_run
 
     write(tmp_path / "data.jsonl", [row("factconsolidation_sh_6k"), row("ruler_qa2_421K", chunks=["Stored."])])
     summary = memexp_run(tmp_path, "bench=memoryagentbench", f"bench.data_path={tmp_path / 'data.jsonl'}",

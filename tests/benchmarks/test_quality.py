@@ -116,7 +116,7 @@ def test_score_rejects_unparsable_answers():
 
 
 def test_runs_end_to_end(tmp_path):
-    from memexp_subprocess import memexp_run
+    from helpers.memexp_process import memexp_run
 
     write(tmp_path, [question_set("A1", "w1", [question("Q1?", 2), question("Q2?", 4, 1)]),
                      question_set("A1", "w2", [question("Q3?", 1)])])

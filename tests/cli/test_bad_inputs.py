@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from helpers.memexp_cli import ENV, TINY, command, error_lines, memexp
+from helpers.memexp_process import ENV, TINY, command, error_lines, memexp
 
 from memexp.benchmarks import datasets, skipped_rows
 from memexp.core.compose import load_config

@@ -65,9 +65,10 @@ def test_relative_caches_live_under_the_root(monkeypatch, tmp_path):
 def test_a_reader_that_leaves_early_gets_no_traceback():
     """`python -m memexp ls | head -1`: the pipe closes after one line; memexp exits 0, silently."""
     import subprocess
-    import sys
 
-    p = subprocess.Popen([sys.executable, "-m", "memexp", "ls"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    from helpers.memexp_process import popen
+
+    p = popen("ls", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdout.readline()
     p.stdout.close()
     err = p.stderr.read().decode()

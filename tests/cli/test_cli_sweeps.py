@@ -4,27 +4,19 @@ the cores; the task function returns the configured metric."""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers.memexp_process import memexp_ok
 
-import memexp
 from memexp.run.jobs import job_threads, metric_value, parallel_jobs
-
-# the memexp under test, whatever the folder a command starts in
-SOURCE = str(Path(memexp.__file__).resolve().parents[1])
 
 QUICK = ["bench.lengths=[1024]", "bench.num_samples=1", "progress=false"]
 
 
 def memexp_run(args, root: Path, timeout=300, printed: list | None = None):
-    env = {**os.environ, "MEMEXP_ROOT": str(root), "PYTHONPATH": SOURCE}
-    out = subprocess.run([sys.executable, "-m", "memexp", "run", *args], capture_output=True, text=True,
-                         timeout=timeout, cwd=root, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = memexp_ok("run", *args, timeout=timeout, cwd=root, env={"MEMEXP_ROOT": str(root)})
     if printed is not None:
         printed.append(out)
     (sweep,) = (root / "outputs" / "multirun").iterdir()

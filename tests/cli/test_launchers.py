@@ -2,14 +2,11 @@
 launcher, and a clear message when that optional plugin is missing."""
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from helpers.memexp_process import memexp
 
-import memexp
 from memexp.core.compose import check_launcher
 from memexp.core.paths import CONF_DIR
 from memexp.core.schema import ConfigError
@@ -55,12 +52,9 @@ def test_missing_plugin_is_one_line(monkeypatch):
 
 def test_sweep_runs_each_job_in_its_own_process(tmp_path):
     """A 2-job sweep with hydra/launcher=processes: both runs complete, one run folder each."""
-    out = subprocess.run(
-        [sys.executable, "-m", "memexp", "run", "-m", "hydra/launcher=processes", "backbone=tiny_gdn_random",
-         "method=plain,jrt", "bench.lengths=[1024]", "bench.num_samples=2", f"output_dir={tmp_path / 'runs'}",
-         "progress=false", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(Path(memexp.__file__).resolve().parents[1])})  # this memexp
+    out = memexp("run", "-m", "hydra/launcher=processes", "backbone=tiny_gdn_random", "method=plain,jrt",
+                 "bench.lengths=[1024]", "bench.num_samples=2", f"output_dir={tmp_path / 'runs'}", "progress=false",
+                 f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     summaries = sorted(tmp_path.glob("runs/ruler/tiny_gdn_random/*/*/summary.json"))
     assert [p.parts[-3] for p in summaries] == ["jrt", "plain"]
@@ -87,7 +81,6 @@ def test_slurm_local_is_slurm_sized_for_a_one_node_cpu_cluster():
 
 
 def test_a_refused_submission_names_sbatchs_message_and_the_field_to_check():
-    import subprocess
 
     from submitit.core.utils import FailedJobError
 

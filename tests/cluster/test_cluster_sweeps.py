@@ -14,17 +14,14 @@ other tests (the node has a CPU for each)."""
 import json
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-
-import memexp
+from helpers.memexp_process import memexp, popen
 
 pytestmark = pytest.mark.slow
 
-SOURCE = str(Path(memexp.__file__).resolve().parents[1])  # the memexp under test
 # the tiny random GDN on 1,024-token RULER needles: a run of NUM examples takes ~50 s of one idle
 # core, longer than the 15 to 45 s after which slurmctld signals a job with a one-minute time limit
 # (slurm_local's signal_delay_s)
@@ -35,23 +32,18 @@ SLURM = ["run", "-m", "hydra/launcher=slurm_local"]
 
 
 def environment(cluster, root: Path) -> dict:
-    return {**cluster.env, "PYTHONPATH": SOURCE, "MEMEXP_ROOT": str(root), "OMP_NUM_THREADS": "1"}
-
-
-def memexp_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "memexp", *args]
+    return {**cluster.env, "MEMEXP_ROOT": str(root), "OMP_NUM_THREADS": "1"}
 
 
 def run_memexp(cluster, root: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     root.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(memexp_command(*args), cwd=root, env=environment(cluster, root), capture_output=True,
-                          text=True, timeout=timeout)
+    return memexp(*args, cwd=root, env=environment(cluster, root), timeout=timeout)
 
 
 def start_memexp(cluster, root: Path, *args: str) -> subprocess.Popen:
     root.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(memexp_command(*args), cwd=root, env=environment(cluster, root), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return popen(*args, cwd=root, env=environment(cluster, root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True)
 
 
 def the_sweep(root: Path) -> Path:
@@ -128,8 +120,7 @@ def test_a_sweep_is_one_job_array_and_report_merges_its_shards(cluster, array_sw
         summary = json.loads((run / "summary.json").read_text())
         assert summary["complete"] and summary["shard_examples"] == NUM // 2
         assert len(set(keys(records(run)))) == len(records(run)) == NUM // 2
-    report = subprocess.run(memexp_command("report", str(sweep), "--markdown"), capture_output=True, text=True,
-                            env={**cluster.env, "PYTHONPATH": SOURCE}, timeout=300)
+    report = memexp("report", str(sweep), "--markdown", env=cluster.env, timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
     rows = [line for line in report.stdout.splitlines() if line.startswith("|") and ("plain" in line or "clean_start" in line)]
     assert len(rows) == 2 and all(f"(n={NUM})" in row for row in rows), report.stdout  # shards merged

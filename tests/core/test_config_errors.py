@@ -1,9 +1,7 @@
 """A bad value stops `python -m memexp run` before any model loads, with one line naming the field."""
 
-import subprocess
-import sys
-
 import pytest
+from helpers.memexp_process import memexp
 from omegaconf import OmegaConf
 
 from memexp.core.compose import group_options, load_config
@@ -53,8 +51,7 @@ def test_bad_override_is_one_line_naming_the_field(overrides, expected):
 def test_cli_fails_fast_without_traceback():
     """The real command: non-zero exit, one stderr line, nothing loaded (no run folder, no traceback)."""
     for overrides, expected in [BAD[0], BAD[5], BAD[13]]:
-        out = subprocess.run([sys.executable, "-m", "memexp", "run", *overrides], capture_output=True, text=True,
-                             timeout=120)
+        out = memexp("run", *overrides, timeout=120)
         assert out.returncode == 2, out.stderr
         lines = [line for line in out.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and expected in lines[0], out.stderr
@@ -62,8 +59,7 @@ def test_cli_fails_fast_without_traceback():
 
 
 def test_multirun_validates_every_job_before_running():
-    out = subprocess.run([sys.executable, "-m", "memexp", "run", "-m", "method=notebank",
-                          "method.replay_budget=1,0"], capture_output=True, text=True, timeout=120)
+    out = memexp("run", "-m", "method=notebank", "method.replay_budget=1,0", timeout=120)
     assert out.returncode == 2
     assert "method.replay_budget=0: must be an integer >= 1" in out.stderr
 

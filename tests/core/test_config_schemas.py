@@ -4,12 +4,11 @@ stripped (users resume by it); validating a config imports no torch."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import MISSING, fields
 
 import pytest
 import yaml
+from helpers.memexp_process import memexp, python
 from omegaconf import OmegaConf
 
 from memexp.core.compose import compose, group_options, load_config
@@ -50,8 +49,7 @@ def test_each_option_names_its_schema_and_repeats_no_default(group, option):
 
 
 def test_cfg_job_prints_every_schema_field_of_the_default_run():
-    out = subprocess.run([sys.executable, "-m", "memexp", "run", "--cfg=job"], capture_output=True, text=True,
-                         timeout=120)
+    out = memexp("run", "--cfg=job", timeout=120)
     assert out.returncode == 0, out.stderr
     job = yaml.safe_load(out.stdout)
     for group, schema in (("backbone", BackboneConfig), ("method", METHODS.get("notebank").load_schema()),
@@ -106,5 +104,5 @@ def test_validating_every_method_and_bench_imports_no_torch():
               f"for group, name, backbone in {names!r}:\n"
               "    load_config([f'backbone={backbone}', f'{group}={name}'])\n"
               "assert 'torch' not in sys.modules, 'torch imported while validating'\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = python("-c", script, timeout=120)
     assert out.returncode == 0, out.stderr

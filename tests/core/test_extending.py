@@ -130,7 +130,7 @@ def test_an_architecture_a_method_and_a_benchmark_are_one_folder_each(tmp_path):
         target.write_text(text)
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "WANDB_MODE": "disabled"}
 
-    def memexp_cli(*args: str) -> subprocess.CompletedProcess:
+    def memexp_cli(*args: str) -> subprocess.CompletedProcess:  # the copy first on the path, not this checkout
         return subprocess.run([sys.executable, "-m", "memexp", *args], env=env, cwd=tmp_path, capture_output=True,
                               text=True, timeout=300)
 

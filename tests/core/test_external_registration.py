@@ -189,11 +189,12 @@ def test_allowed_values_keep_memexp_order_whatever_was_imported_first():
     """A direct import of one architecture's package registers it before the others; the
     "allowed values" order (memexp's own entries by name) must not depend on that (it did:
     "llama, gdn2, gdn, ...")."""
-    import subprocess
-    import sys
+    from helpers.memexp_process import python
 
     code = ("import memexp.backbones.attention.model, memexp.methods.notebank.config\n"
             "from memexp.core.registry import ARCHS, METHODS\n"
             "print(','.join(ARCHS.names())); print(','.join(METHODS.names()))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    run = python("-c", code)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = run.stdout.split()
     assert out == ["gdn,gdn2,llama,mamba2,qwen35", "clean_start,infllm,jrt,notebank,plain,titan,titan_segmented"]

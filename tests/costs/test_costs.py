@@ -279,19 +279,17 @@ def test_record_costs_from_recorded_counts(gdn_cfg):
     assert jrt["added_flops"] is None and jrt["added_flops_ratio"] is None  # not modelled, kept out of summaries
 
 
-def test_cost_command_takes_the_measured_replay_length():
+def test_cost_command_takes_the_measured_replay_length(capsys):
     """`python -m memexp cost`: the replay bound R B by default, the paper's measured |R| with
     replay_tokens=107 (its 0.025 %); routers that do not probe add no probe or routing FLOPs."""
     import json
-    import os
-    import subprocess
-    import sys
+
+    from memexp.__main__ import main
 
     def cost(*args):
-        out = subprocess.run([sys.executable, "-m", "memexp", "cost", "backbone=gdn", "length=1048576", "--json", *args],
-                             capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
+        capsys.readouterr()
+        assert main(["cost", "backbone=gdn", "length=1048576", "--json", *args]) == 0
+        return json.loads(capsys.readouterr().out)
 
     bound, measured, bm25 = cost(), cost("replay_tokens=107"), cost("method.router=bm25")
     assert bound["inputs"]["replay"] == 128 and measured["inputs"]["replay"] == 107

@@ -2,11 +2,9 @@
 and does what the recipe promises at its training length."""
 
 import json
-import os
-import subprocess
-import sys
 
 import torch
+from helpers.memexp_process import python
 
 from memexp.backbones import backbone_config, load_backbone
 from memexp.core.schema import ASSETS_DIR
@@ -27,9 +25,7 @@ def test_the_backbone_config_points_at_the_package_assets():
 def test_it_loads_offline_from_another_working_directory(tmp_path):
     code = ("from memexp.backbones import load_backbone; bb = load_backbone('tiny_gdn'); "
             "print(bb.name, bb.config.num_hidden_layers, bb.tokenizer.vocab_size)")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=300)
+    out = python("-c", code, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["tiny_gdn", "2", "258"]
 

@@ -2,7 +2,7 @@
 run on every push, the README's six-task figures in the slow run."""
 
 import pytest
-from preset_run import records, run_preset, summary
+from helpers.memexp_process import records, run_presets, summary
 
 PRESET = "tiny_gdn_words_lengths"
 
@@ -16,8 +16,8 @@ def test_short_comparison_plain_and_notebank(tmp_path):
     # at 16x the training length Plain has mostly forgotten the needle (2 of 10 on seed 42 in the
     # README table) and NoteBank-TF's native router brings it back (10 of 10): 3 examples must show it
     short = ("bench.tasks=[niah_single_1]", "bench.lengths=[16384]", "bench.num_samples=3")
-    plain = summary(run_preset(tmp_path / "plain", PRESET, "plain", *short))
-    notebank_run = run_preset(tmp_path / "notebank", PRESET, "notebank", *short)
+    runs = run_presets(tmp_path, PRESET, {"plain": ("plain", *short), "notebank": ("notebank", *short)})
+    plain, notebank_run = summary(runs["plain"]), runs["notebank"]
     assert mean_at(summary(notebank_run), 16384) > mean_at(plain, 16384)
     for record in records(notebank_run):
         assert record["method_stats"]["router"] == "native" and record["method_stats"]["selected"]
@@ -30,10 +30,10 @@ def test_the_readme_six_task_figures(tmp_path):
     and multiquery (90 / 90). On seed 42's first 5 per task (63.3 native, 15.8 Plain, 85.0 oracle):
     a margin of 30 over Plain and a gap of at most 25 to the oracle."""
     lengths = ("bench.lengths=[1024,16384]", "bench.num_samples=5")
-    plain = summary(run_preset(tmp_path / "plain", PRESET, "plain", *lengths))
-    notebank = summary(run_preset(tmp_path / "notebank", PRESET, "notebank", *lengths))
-    oracle = summary(run_preset(tmp_path / "oracle", PRESET, "notebank", "method.router=oracle",
-                                "bench.lengths=[16384]", "bench.num_samples=5"))
+    runs = run_presets(tmp_path, PRESET, {
+        "plain": ("plain", *lengths), "notebank": ("notebank", *lengths),
+        "oracle": ("notebank", "method.router=oracle", "bench.lengths=[16384]", "bench.num_samples=5")})
+    plain, notebank, oracle = (summary(runs[name]) for name in ("plain", "notebank", "oracle"))
     assert mean_at(notebank, 16384) >= mean_at(plain, 16384) + 30, (mean_at(notebank, 16384), mean_at(plain, 16384))
     assert mean_at(oracle, 16384) - mean_at(notebank, 16384) <= 25, (mean_at(oracle, 16384), mean_at(notebank, 16384))
     assert set(plain["scores"]) == {"niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1",

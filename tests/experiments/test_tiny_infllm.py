@@ -2,7 +2,7 @@
 and runs through `python -m memexp run` on the shipped tiny Llama, with InfLLM's figures in the records.
 (Its table, on 50 examples per length and two seeds: docs/infllm.md.)"""
 
-from preset_run import records, run_preset
+from helpers.memexp_process import records, run_preset
 
 from memexp.core.compose import load_config
 from memexp.methods.infllm.config import InfLLMConfig

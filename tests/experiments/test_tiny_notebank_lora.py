@@ -5,7 +5,7 @@ same notes, does not."""
 import json
 
 import pytest
-from preset_run import records, run_preset
+from helpers.memexp_process import records, run_presets
 from safetensors.torch import load_file
 
 from memexp.adapters.io import file_hash
@@ -43,8 +43,8 @@ def test_nb_lora_reads_the_replayed_needle_nb_tf_does_not(tmp_path):
     # at 16x the training length (README, 20 examples, seeds 42 / 9090: NB-LoRA 95 / 100, NB-TF 60 / 65;
     # on seed 42's first 8, 7 against 3): 8 examples must show a gap of at least 25 points
     short = ("bench.lengths=[16384]", "bench.num_samples=8")
-    lora = records(run_preset(tmp_path / "lora", PRESET, "notebank", *short))
-    tf = records(run_preset(tmp_path / "tf", PRESET, "notebank", "method.adapter=null", *short))
+    runs = run_presets(tmp_path, PRESET, {"lora": ("notebank", *short), "tf": ("notebank", "method.adapter=null", *short)})
+    lora, tf = records(runs["lora"]), records(runs["tf"])
     # the same archive and the same notes (the adapters are off while writing, probing and routing)
     assert [r["method_stats"]["selected"] for r in lora] == [r["method_stats"]["selected"] for r in tf]
     assert all(r["method_stats"]["adapter"]["hash"] == file_hash(SHIPPED / "notebank") for r in lora)

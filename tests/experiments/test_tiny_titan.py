@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from preset_run import records, run_preset
+from helpers.memexp_process import records, run_presets
 from safetensors.torch import load_file
 
 from memexp.cli.train import load_recipe
@@ -55,8 +55,8 @@ def test_titan_answers_needles_segmented_attention_cannot(tmp_path):
     # 3x and 4x the segment: most needles lie in a segment before the question's (README, seed 42,
     # 50 examples: Titan 50 / 46, segmented attention 20 / 16)
     short = ("bench.lengths=[1536,2048]", "bench.num_samples=10")
-    titan = records(run_preset(tmp_path / "titan", PRESET, "titan", *short))
-    segmented = records(run_preset(tmp_path / "seg", PRESET, "titan_segmented", *short))
+    runs = run_presets(tmp_path, PRESET, {"titan": ("titan", *short), "seg": ("titan_segmented", *short)})
+    titan, segmented = records(runs["titan"]), records(runs["seg"])
     assert [r["question_id"] for r in titan] == [r["question_id"] for r in segmented]
     recovered = [t["question_id"] for t, s in zip(titan, segmented) if t["score"] == 100 and s["score"] == 0]
     assert mean_score(titan) >= mean_score(segmented) + 15, (mean_score(titan), mean_score(segmented))

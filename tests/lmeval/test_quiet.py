@@ -5,17 +5,10 @@ punkt_tab does (the `punkt` package's port, memexp.benchmarks.ruler.sentences)."
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-import memexp
+from helpers.memexp_process import memexp
 
 pytest.importorskip("lm_eval")
-SOURCE = str(Path(memexp.__file__).resolve().parents[1])
 
 
 def test_the_written_punkt_tab_splits_as_memexps_punkt(tmp_path, monkeypatch):
@@ -36,11 +29,9 @@ def test_the_written_punkt_tab_splits_as_memexps_punkt(tmp_path, monkeypatch):
 
 
 def test_an_offline_lm_eval_run_prints_only_its_results(tmp_path):
-    env = {**os.environ, "PYTHONPATH": SOURCE, "MEMEXP_ROOT": str(tmp_path), "HF_HUB_OFFLINE": "1",
-           "HF_DATASETS_OFFLINE": "1", "NLTK_DATA": str(tmp_path / "no_nltk_data")}
-    out = subprocess.run([sys.executable, "-m", "memexp", "lm-eval", "--model_args", "backbone=tiny_gdn,method=plain",
-                          "--tasks", "niah_single_1", "--metadata", '{"max_seq_lengths":[1024]}', "--limit", "1",
-                          "--device", "cpu"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    env = {"MEMEXP_ROOT": str(tmp_path), "NLTK_DATA": str(tmp_path / "no_nltk_data")}
+    out = memexp("lm-eval", "--model_args", "backbone=tiny_gdn,method=plain", "--tasks", "niah_single_1", "--metadata",
+                 '{"max_seq_lengths":[1024]}', "--limit", "1", "--device", "cpu", cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     printed = out.stdout + out.stderr
     for noise in ("nltk_data", "Downloaded punkt_tab", "You are using a model of type", "fatal:", "| -1|"):

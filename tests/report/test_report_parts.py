@@ -5,8 +5,6 @@ report that never modifies a run folder."""
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -38,10 +36,9 @@ def test_two_plain_runs_that_differ_only_in_lengths_are_two_labelled_rows(tmp_pa
     """The crash of issue 14 (TypeError '<' between dicts)."""
     runs_factory(tmp_path, ["method=plain", *RULER, "bench.lengths=[512]"], salt=1)
     runs_factory(tmp_path, ["method=plain", *RULER, "bench.lengths=[1024]"], salt=2)
-    subprocess_out = subprocess.run([sys.executable, "-m", "memexp", "report", str(tmp_path), "--markdown"],
-                                    capture_output=True, text=True, timeout=300)
-    assert subprocess_out.returncode == 0, subprocess_out.stderr
-    out = subprocess_out.stdout
+    capsys.readouterr()
+    assert memexp_main(["report", str(tmp_path), "--markdown"]) == 0
+    out = capsys.readouterr().out
     assert "| tiny_gdn_random / plain (bench.lengths=[512]) |" in out
     assert "| tiny_gdn_random / plain (bench.lengths=[1024]) |" in out
 

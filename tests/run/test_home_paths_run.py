@@ -3,7 +3,7 @@ runs under the home folder, not into a literal `./~/memexp/` under the current f
 
 import subprocess
 
-from helpers.memexp_cli import ENV, TINY, command
+from helpers.memexp_process import ENV, TINY, command
 
 
 def test_a_root_under_home_in_local_yaml_runs_there(tmp_path):

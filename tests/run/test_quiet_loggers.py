@@ -6,15 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-import memexp
-
-# the memexp under test, not whichever one is installed (the subprocess runs in a temporary folder)
-ROOT = str(Path(memexp.__file__).resolve().parents[1])
+from helpers.memexp_process import memexp
 
 
 def test_importing_the_router_quiets_bm25s_but_not_its_warnings_or_memexp(caplog):
@@ -33,13 +26,11 @@ def test_importing_the_router_quiets_bm25s_but_not_its_warnings_or_memexp(caplog
 
 def test_a_bm25_notebank_run_prints_no_bm25s_lines(tmp_path):
     out = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "memexp", "run", "backbone=tiny_gdn_random", "method=notebank",
+    args = ["run", "backbone=tiny_gdn_random", "method=notebank",
            "method.router=bm25", "method.chunk_size=128", "bench=ruler", "bench.num_samples=2", "bench.lengths=[700]",
            "bench.max_new_tokens=4", f"bench.cache_dir={tmp_path / 'cache'}", f"output_dir={out}", "logger=none",
            "hydra/job_logging=default"]  # a root handler, as Hydra's default logging or a launcher sets up
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    result = memexp(*args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     (records,) = out.glob("*/*/*/*/records.jsonl")
     notes = [json.loads(line)["method_stats"]["notes"] for line in records.read_text().splitlines()]

@@ -4,19 +4,18 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers.memexp_process import memexp, popen
 
 ARGS = ["backbone=tiny_gdn_random", "method=plain", "bench=ruler", "bench.tasks=[niah_single_1]",
         "bench.lengths=[512]", "bench.max_new_tokens=12", "progress=false"]
 
 
 def memexp_run(out: Path, *extra: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "memexp", "run", *ARGS, f"output_dir={out}", *extra],
-                          capture_output=True, text=True, timeout=600, **kw)
+    return memexp("run", *ARGS, f"output_dir={out}", *extra, **kw)
 
 
 def only_folder(out: Path) -> Path:
@@ -72,8 +71,8 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert whole.returncode == 0, whole.stderr
 
     killed = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "memexp", "run", *ARGS, f"output_dir={killed}", f"bench.num_samples={n}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    args = ["run", *ARGS, f"output_dir={killed}", f"bench.num_samples={n}"]
+    proc = popen(*args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 300
     while time.time() < deadline:
         rec = list(killed.rglob("records.jsonl"))
@@ -85,7 +84,7 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
     partial = read_records(only_folder(killed))
     assert 2 <= len(partial) < n, "the kill must land mid-run"
 
-    resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    resumed = memexp(*args)
     assert resumed.returncode == 0, resumed.stderr
     a, b = only_folder(tmp_path / "whole"), only_folder(killed)
     assert a.name == b.name  # same config, same folder name
@@ -96,9 +95,8 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
 
 def test_multirun_writes_one_folder_per_job(tmp_path):
     """-m after overrides (Hydra's own parser takes its flags only before them; memexp reorders)."""
-    out = subprocess.run([sys.executable, "-m", "memexp", "run", *ARGS, "-m", f"output_dir={tmp_path}",
-                          "bench.num_samples=1", "bench.lengths=[512],[640]",
-                          f"hydra.sweep.dir={tmp_path / 'sweep'}"], capture_output=True, text=True, timeout=600)
+    out = memexp("run", *ARGS, "-m", f"output_dir={tmp_path}", "bench.num_samples=1", "bench.lengths=[512],[640]",
+                 f"hydra.sweep.dir={tmp_path / 'sweep'}")
     assert out.returncode == 0, out.stderr
     summaries = sorted(tmp_path.rglob("summary.json"))
     assert len(summaries) == 2
@@ -108,8 +106,7 @@ def test_multirun_writes_one_folder_per_job(tmp_path):
 
 @pytest.mark.parametrize("logger", ["none", "wandb"])
 def test_loggers_never_fail_a_run_offline(tmp_path, logger):
-    env = dict(os.environ, WANDB_MODE="offline")
-    out = memexp_run(tmp_path, "bench.num_samples=1", f"logger={logger}", env=env)
+    out = memexp_run(tmp_path, "bench.num_samples=1", f"logger={logger}", env={"WANDB_MODE": "offline"})
     assert out.returncode == 0, out.stderr
     folder = only_folder(tmp_path)
     assert (folder / "summary.json").exists()

@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import time
 
-from helpers.memexp_cli import ENV, TINY, command, error_lines, memexp
+from helpers.memexp_process import ENV, TINY, command, error_lines, memexp
 
 from memexp.core.schema import ASSETS_DIR
 from memexp.run.lock import RunLock

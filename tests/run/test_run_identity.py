@@ -92,7 +92,7 @@ def test_the_same_command_in_two_clones_at_different_paths_names_the_same_folder
     import subprocess
     import sys
 
-    from memexp_cli import ENV, ROOT
+    from helpers.memexp_process import ENV, ROOT
 
     code = ("from memexp.core.compose import load_config; from memexp.run.records import run_folder; "
             "print(run_folder(load_config(['backbone=tiny_gdn', 'method=notebank', 'bench=ruler', "

@@ -2,14 +2,10 @@
 every record of the essay tasks it feeds (never in a record of a task it does not)."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from helpers.memexp_process import memexp_ok
 
-import memexp
 from memexp.benchmarks.ruler.config import RulerConfig
 from memexp.benchmarks.ruler.sources import load_essays
 from memexp.benchmarks.ruler.standin import STANDIN_SOURCE, standin_text, word_subset
@@ -36,14 +32,10 @@ def test_the_bench_field_picks_it_and_refuses_a_second_essay_source(tmp_path):
 
 
 def test_every_record_of_an_essay_task_names_the_stand_in(tmp_path):
-    # this checkout's memexp, whichever one the interpreter has installed
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(Path(memexp.__file__).resolve().parents[1])}
-    argv = [sys.executable, "-m", "memexp", "run", "backbone=tiny_gdn_random", "method=plain",
+    argv = ["run", "backbone=tiny_gdn_random", "method=plain",
             "bench.tasks=[niah_single_1,niah_single_2]", "bench.lengths=[1024]", "bench.max_new_tokens=4", "bench.num_samples=2", "bench.essay_standin=true",
             f"output_dir={tmp_path / 'runs'}", f"bench.cache_dir={tmp_path / 'cache'}", "progress=false"]
-    out = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
+    memexp_ok(*argv, cwd=tmp_path)
     (records,) = (tmp_path / "runs").rglob("records.jsonl")
     rows = [json.loads(line) for line in records.read_text().splitlines()]
     assert sorted(r["task"] for r in rows) == ["niah_single_1"] * 2 + ["niah_single_2"] * 2

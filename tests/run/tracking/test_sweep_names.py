@@ -1,22 +1,18 @@
 """A multirun sweep through `python -m memexp run -m`: every job is one W&B run in the sweep's group,
 named by bench / backbone / method and the swept field only, tagged with it."""
 
-import os
-import subprocess
-import sys
-
+from helpers.memexp_process import memexp
 from offline_run import offline_runs
 
 
 def test_a_sweep_is_one_group_of_runs_named_by_the_swept_field(tmp_path):
-    env = dict(os.environ, WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_DATA_DIR=str(tmp_path / "data"),
+    env = dict(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_DATA_DIR=str(tmp_path / "data"),
                WANDB_CACHE_DIR=str(tmp_path / "cache"), WANDB_CONFIG_DIR=str(tmp_path / "config"))
     sweep = tmp_path / "sweep"
-    out = subprocess.run([sys.executable, "-m", "memexp", "run", "-m", "backbone=tiny_gdn_random", "method=notebank",
-                          "method.chunk_size=128", "method.replay_budget=1,2", "bench=ruler",
-                          "bench.tasks=[niah_single_1]", "bench.lengths=[512]", "bench.num_samples=1",
-                          "bench.max_new_tokens=4", "progress=false", "logger=wandb", f"output_dir={tmp_path / 'runs'}",
-                          f"hydra.sweep.dir={sweep}"], capture_output=True, text=True, timeout=600, env=env)
+    out = memexp("run", "-m", "backbone=tiny_gdn_random", "method=notebank", "method.chunk_size=128",
+                 "method.replay_budget=1,2", "bench=ruler", "bench.tasks=[niah_single_1]", "bench.lengths=[512]",
+                 "bench.num_samples=1", "bench.max_new_tokens=4", "progress=false", "logger=wandb",
+                 f"output_dir={tmp_path / 'runs'}", f"hydra.sweep.dir={sweep}", env=env)
     assert out.returncode == 0, out.stderr
     runs = offline_runs(tmp_path / "runs")
     assert sorted(r.name for r in runs) == ["ruler | tiny_gdn_random | notebank | replay_budget=1",

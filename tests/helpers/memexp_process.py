@@ -1,0 +1,103 @@
+"""Start memexp the way a user does, `python -m memexp ...` in its own process: offline,
+single-threaded, W&B off, importing THIS checkout's memexp whatever copy is installed (the
+process may start in a temporary folder). Every test that starts memexp in a subprocess does it
+through here; tests whose claim is not about the process itself run memexp in-process instead
+(`memexp.__main__.main`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+# this checkout first; the caller's PYTHONPATH after it (e.g. a plugin package a test adds)
+ENV = {**os.environ, **OFFLINE,
+       "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+# a few-second run on the tiny random GDN: 3 RULER examples of 512 tokens
+TINY = ["backbone=tiny_gdn_random", "method=plain", "bench=ruler", "bench.tasks=[niah_single_1]",
+        "bench.lengths=[512]", "bench.max_new_tokens=4", "bench.num_samples=3", "progress=false"]
+
+
+def environment(extra: dict | None = None) -> dict:
+    """ENV with `extra` over it (a whole environment too, e.g. a cluster's); this checkout stays first
+    on PYTHONPATH."""
+    env = {**ENV, **(extra or {})}
+    paths = (str(ROOT), *env.get("PYTHONPATH", "").split(os.pathsep))
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if p))
+    return env
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "memexp", *map(str, args)]
+
+
+def memexp(*args: str, cwd: Path | None = None, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m memexp *args`, finished; `env` adds to (or overrides) ENV."""
+    return subprocess.run(command(*args), cwd=cwd, env=environment(env), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def memexp_ok(*args: str, **kw) -> subprocess.CompletedProcess:
+    """memexp(...) that fails the test with memexp's stderr unless it exits 0."""
+    result = memexp(*args, **kw)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def popen(*args: str, env: dict | None = None, **kw) -> subprocess.Popen:
+    return subprocess.Popen(command(*args), env=environment(env), **kw)
+
+
+def python(*args: str, cwd: Path | None = None, timeout: int = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python *args` (`-c CODE`, a script) with this checkout's memexp, in a fresh interpreter: for
+    what only a new process shows (what an import pulls in, a load from another folder)."""
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, env=environment(env), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def error_lines(stderr: str) -> list[str]:
+    """stderr without the runner's progress lines."""
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith("[memexp] run folder")]
+
+
+def memexp_run(workdir: Path, *overrides: str) -> dict:
+    """The summary.json of `memexp run` with the plain method on the tiny random backbone, run in
+    `workdir` with its runs under workdir/runs."""
+    out = workdir / "runs"
+    memexp_ok("run", "backbone=tiny_gdn_random", "method=plain", "logger=none", f"output_dir={out}", "progress=false",
+              *overrides, cwd=workdir)
+    (summary,) = out.glob("*/*/*/*/summary.json")
+    return json.loads(summary.read_text())
+
+
+def run_preset(out: Path, preset: str, method: str, *overrides: str, timeout: int = 1800) -> Path:
+    """The run folder of one job of the `experiment=` preset (a RULER preset) under `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    memexp_ok("run", f"experiment={preset}", f"method={method}", "logger=none", f"output_dir={out}",
+              f"bench.cache_dir={out / 'cache'}", "progress=false", *overrides, cwd=out, timeout=timeout)
+    (folder,) = (out / "ruler").glob("*/*/*/")
+    return folder
+
+
+def run_presets(out: Path, preset: str, jobs: dict[str, tuple[str, ...]], timeout: int = 1800) -> dict[str, Path]:
+    """Several independent runs of one preset at once, one process each, in out/<name>:
+    {name: (method, *overrides)} -> {name: run folder}. A comparison's runs share nothing (each its
+    own output and cache folder), so the test waits for the slowest one, not for their sum."""
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        started = {name: pool.submit(run_preset, out / name, preset, method, *overrides, timeout=timeout)
+                   for name, (method, *overrides) in jobs.items()}
+        return {name: future.result() for name, future in started.items()}
+
+
+def summary(folder: Path) -> dict:
+    return json.loads((folder / "summary.json").read_text())
+
+
+def records(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
