@@ -72,7 +72,6 @@ def load_backbone(spec: BackboneConfig | dict | str) -> Backbone:
     return build(cfg)
 
 
-
 __all__ = [
     "backbone_config",
     "backbone_names",

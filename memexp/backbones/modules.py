@@ -24,7 +24,6 @@ def fla_mlp_width(hidden: int, ratio: float | None) -> int:
     return 256 * ((width + 255) // 256)
 
 
-
 def named_rows(parts: list[tuple[str, int]], **spans: tuple[str, str]) -> dict[str, tuple[int, int]]:
     """Half-open output-row ranges of a fused projection from its parts in row order, plus
     named spans (first part, last part): named_rows([("x", 4), ("B", 2)], xB=("x", "B"))

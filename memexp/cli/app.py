@@ -87,22 +87,6 @@ def _preflight(overrides: list[str], multirun: bool, check, **where: str | None)
     return cfgs
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def run_job(cfg: DictConfig) -> float:
     """Hydra's task function: one run, validated before anything loads; returns its metric (the
     overall score by default) for sweepers such as Optuna. A sweep's job folder points at the

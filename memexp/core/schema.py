@@ -322,8 +322,6 @@ def _build(schema: type, node: Any, path: str):
         raise ConfigError(f"{field_path}: {msg}") from None
 
 
-
-
 def _resolved(cfg: DictConfig, group: str) -> Any:
     """A group's values with interpolations into other groups resolved against the whole config
     (`method.adapter: outputs/adapters/${backbone.name}/notebank_r${method.replay_budget}`): a group

@@ -71,7 +71,6 @@ class Example:
     bos: bool = True
 
 
-
 @dataclass(kw_only=True)
 class Record:
     """One answered question: one line of records.jsonl.

@@ -8,8 +8,9 @@ Multiply-adds count as two FLOPs. A backbone enters only through its `BackboneSh
     h_phi   LM-head FLOPs per prediction, 2 D V;
     f_key   attention FLOPs per (query, key) pair, summed over attention layers (4 H d_head).
 
-Plain (Eq. 12), NoteBank's added FLOPs (Eqs. 13-15), the added-FLOPs ratio (Eq. 16) and
-persistent storage (Eqs. 17-20) follow; `cost_report` assembles them for a run config and
+Plain (Eq. 12), the added-FLOPs ratio (Eq. 16) and the matched MHA cache (Eq. 17) are here; what a
+method adds (NoteBank's Eqs. 13-15 and its archive, Eqs. 18-20; Titan's memory) is its own cost model,
+registered beside it (memexp.costs.method). `cost_report` assembles them for a run config and
 `record_costs` for one recorded question.
 """
 
@@ -59,32 +60,10 @@ def plain_flops(shapes: BackboneShapes, context: int, question: int, output: int
         0, steps, shapes.window)
 
 
-
-
-
-
-
-
-
-
-
-
 def mha_kv_cache_bytes(layers: int, hidden_size: int, length: int, dtype_bytes: int = 2) -> int:
     """Eq. 17: keys and values of full multi-head attention (no KV-head sharing) matched in
     width and depth, 2 * dtype_bytes * L * D * P (4 L D P in BF16)."""
     return 2 * dtype_bytes * layers * hidden_size * length
-
-
-
-
-
-
-
-# Reports
-
-
-
-
 
 
 def _counts(model: MethodCosts | None, cfg: Any, context: int, question: float, output: int, replay: float | None,
@@ -153,8 +132,6 @@ def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QU
     if not sections and not modelled and METHODS.get(run_cfg.method.name).meta.get("adds_flops") is not False:
         report["note"] = f"added FLOPs of method {run_cfg.method.name!r} are not modelled; Plain figures only"
     return {**report, **_costs(shapes, model, run_cfg.method, n, helper_bytes)}
-
-
 
 
 def record_costs(shapes: BackboneShapes, method: MethodConfig | None, tokens: dict,

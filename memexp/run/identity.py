@@ -54,14 +54,6 @@ METHOD_FIELDS_ADDED = (("adapter", None), ("layers", None), ("router_model", "BA
                       ("write_tail", False), ("memory_dtype", "float32"))
 
 
-
-
-
-
-
-
-
-
 def _looks_like_hub_id(value: str) -> bool:
     return bool(value) and not value.startswith(("/", ".", "~")) and value.count("/") <= 1 and "\\" not in value
 

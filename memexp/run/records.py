@@ -231,8 +231,6 @@ def _length_order(length: str):
         return (1, 0, length)
 
 
-
-
 def _parse_record(line: bytes) -> tuple[str | None, dict | None]:
     """(None, the record's JSON object), or (what is wrong with the line, None)."""
     try:

@@ -147,14 +147,15 @@ def _backward_error(op, ref, inputs: dict[str, torch.Tensor], h0: torch.Tensor) 
     FLA's fused-recurrent kernel has no backward, so a call that reached it fails here."""
     leaves = {k: t.detach().clone().requires_grad_(True) for k, t in inputs.items()}
     ref_leaves = {k: t.detach().float().clone().requires_grad_(True) for k, t in inputs.items()}
-    o, st = op(**leaves, initial_state=h0)
-    weight = torch.randn(o.shape, generator=torch.Generator().manual_seed(1)).to(o.device)
-    try:
-        ((o.float() * weight).sum() + st.float().sum()).backward()
-    except NotImplementedError as e:
-        return float("nan"), f"; no backward: {str(e)[:60]}"
-    ro, rs = ref(**ref_leaves, initial_state=h0)
-    ((ro * weight).sum() + rs.sum()).backward()
+    with torch.enable_grad():  # main() measures under no_grad
+        o, st = op(**leaves, initial_state=h0)
+        weight = torch.randn(o.shape, generator=torch.Generator().manual_seed(1)).to(o.device)
+        try:
+            ((o.float() * weight).sum() + st.float().sum()).backward()
+        except NotImplementedError as e:
+            return float("nan"), f"; no backward: {str(e)[:60]}"
+        ro, rs = ref(**ref_leaves, initial_state=h0)
+        ((ro * weight).sum() + rs.sum()).backward()
     got = torch.cat([leaves[k].grad.float().flatten() for k in inputs])
     want = torch.cat([ref_leaves[k].grad.flatten() for k in inputs])
     return rel(got, want), ""

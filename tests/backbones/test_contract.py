@@ -149,7 +149,6 @@ def test_prefill_chunk_does_not_change_results(arch, bb):
     cc.assert_same(short, cc.snapshot(long), atol=1e-5, what="chunked state")
 
 
-
 # ---- clone -------------------------------------------------------------------------------------
 
 @archs(NAMES)

@@ -99,7 +99,7 @@ def test_cwe_beyond_wonderwords_needs_a_word_list(make_ruler, tokenizer, tmp_pat
 
 
 def test_hub_sources_when_online(monkeypatch, tmp_path):
-    """The online branches, with the hub replaced by local stand-ins (tests/data reads a real
+    """The online branches, with the hub replaced by local stand-ins (tests/benchmarks/hub reads a real
     hub cache layout offline)."""
     rows = [
         {"title": a["title"], "context": p["context"], "question": q["question"],
