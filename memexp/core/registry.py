@@ -57,18 +57,15 @@ class Entry:
 class Registry:
     """Names of one kind (`field` is how the user writes the choice, e.g. `method.name`)."""
 
-    def __init__(self, field: str, package: str | tuple[str, ...] | None = None, module: str = "__init__",
-                 marker: str | None = None) -> None:
+    def __init__(self, field: str, package: str | tuple[str, ...] | None = None, module: str = "__init__") -> None:
         self.field = field
         self._entries: dict[str, Entry] = {}
         # memexp's own entries register in `<package>.<sub>.<module>` for every subpackage that has
         # that module (a new method is a new folder: nothing else lists it). They are discovered and
         # imported on the first look-up, so naming a registry costs nothing.
-        # (`package`: one package or several, searched in the order given;
-        # `marker`: the file that makes a subpackage an entry, when not `<module>.py` itself)
+        # `package`: one package or several, searched in the order given.
         self._packages = (package,) if isinstance(package, str) else tuple(package or ())
         self._module = module
-        self._marker = marker or f"{module}.py"
         self._builtins: list[str] | None = None
         self._rank: dict[str, int] = {}
         self._loading = False
@@ -83,8 +80,7 @@ class Registry:
             if self._module != "__init__" and (Path(folder) / f"{self._module}.py").is_file():
                 found.append(f"{package}.{self._module}")
             for sub in sorted(Path(folder).iterdir()):
-                if (sub / self._marker).is_file() and (sub / f"{self._module}.py").is_file() \
-                        and (sub / "__init__.py").is_file():
+                if (sub / f"{self._module}.py").is_file() and (sub / "__init__.py").is_file():
                     found.append(f"{package}.{sub.name}" + ("" if self._module == "__init__" else f".{self._module}"))
         return sorted(found)
 
@@ -164,9 +160,10 @@ class Registry:
 
 
 # The axes. Each builtin registers its entries beside its implementation, in a folder of its own:
-# an architecture in its package's __init__ (a subpackage with a model.py), a method or a benchmark in the light schema module
-# beside its code (config.py: no torch, so that validating a config loads no model code).
-ARCHS = Registry("backbone.arch", package="memexp.backbones", module="__init__", marker="model.py")
+# an architecture in its package's __init__ (every subpackage of memexp.backbones), a method or a
+# benchmark in the light schema module beside its code (config.py: no torch, so that validating a
+# config loads no model code).
+ARCHS = Registry("backbone.arch", package="memexp.backbones", module="__init__")
 METHODS = Registry("method.name", package="memexp.methods", module="config")
 ROUTERS = Registry("method.router", package="memexp.methods", module="routers")
 BENCHES = Registry("bench.name", package="memexp.benchmarks", module="config")

@@ -3,7 +3,8 @@ FLOPs, the storage it keeps, and any section of its own in the cost report.
 
 A method registers its model beside itself (`METHODS.register(..., costs="memexp.methods.x.costs:XCosts")`);
 `memexp.costs.report` finds it there, so the report never names a method. A method with no model
-either adds nothing (registered with `adds_flops=False`, as Plain) or is reported as not modelled.
+either adds nothing (registered with `adds_flops=False`, as Plain) or is reported as not modelled
+(`UnmodelledCosts`).
 """
 
 from __future__ import annotations
@@ -60,7 +61,19 @@ class MethodCosts:
         return []
 
 
-def method_costs(name: str) -> MethodCosts | None:
-    """The cost model registered for method `name`, or None."""
-    target = METHODS.get(name).meta.get("costs")
-    return load_object(target)() if target is not None else None
+class UnmodelledCosts(MethodCosts):
+    """A method that adds work of its own but registered no cost model: Plain's figures only."""
+
+    models_added_flops = False
+
+
+def method_costs(name: str | None) -> MethodCosts:
+    """The cost model of method `name`: the one registered beside it; else Plain's (nothing added) for
+    None and for a method registered with adds_flops=False (Plain, clean start); else a model that
+    says its added FLOPs are not modelled."""
+    if name is None:
+        return MethodCosts()
+    entry = METHODS.get(name)
+    if "costs" in entry.meta:
+        return load_object(entry.meta["costs"])()
+    return MethodCosts() if entry.meta.get("adds_flops") is False else UnmodelledCosts()

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from memexp.backbones.shapes import BackboneShapes, shapes_for
-from memexp.core.registry import METHODS
 from memexp.core.schema import ConfigError, MethodConfig, RunConfig
 from memexp.costs.method import Counts, MethodCosts, method_costs
 
@@ -66,20 +65,13 @@ def mha_kv_cache_bytes(layers: int, hidden_size: int, length: int, dtype_bytes: 
     return 2 * dtype_bytes * layers * hidden_size * length
 
 
-def _counts(model: MethodCosts | None, cfg: Any, context: int, question: float, output: int, replay: float | None,
-            notes: float | None, archived: float | None, probe: float | None = None) -> Counts:
-    if model is None:
-        return Counts(context, question, output)
-    return model.counts(cfg, context, question, output, replay, notes, archived, probe)
-
-
-def _costs(shapes: BackboneShapes, model: MethodCosts | None, cfg: Any, n: Counts, helper_bytes: float | None) -> dict:
+def _costs(shapes: BackboneShapes, model: MethodCosts, cfg: Any, n: Counts, helper_bytes: float | None) -> dict:
     plain = plain_flops(shapes, n.context, n.question, n.output)
     state = {"recurrent": shapes.recurrent_bytes, "conv": shapes.conv_bytes,
              "kv": shapes.kv_bytes_per_token * (n.context + n.question if shapes.window is None
                                                 else min(n.context + n.question, shapes.window))}
-    added = model.added_flops(shapes, cfg, n) if model else None
-    archive = model.archive_bytes(shapes, cfg, n, helper_bytes) if model else {}
+    added = model.added_flops(shapes, cfg, n)
+    archive = model.archive_bytes(shapes, cfg, n, helper_bytes)
     total = sum(state.values()) + sum(archive.values())
     mha = mha_kv_cache_bytes(shapes.layers, shapes.hidden_size, n.context + n.question, shapes.dtype_bytes)
     return {
@@ -116,20 +108,19 @@ def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QU
                   replay_tokens=replay_tokens, notes=notes, archived_tokens=archived_tokens, helper_bytes=helper_bytes)
     shapes = shapes_for(run_cfg.backbone)
     model = method_costs(run_cfg.method.name)
-    n = _counts(model, run_cfg.method, length, question_tokens, output_tokens, replay_tokens, notes, archived_tokens)
+    n = model.counts(run_cfg.method, length, question_tokens, output_tokens, replay_tokens, notes, archived_tokens)
     report = {
         "backbone": {"name": run_cfg.backbone.name, "arch": shapes.arch, "source": shapes.source,
                      "layers": shapes.layers, "hidden_size": shapes.hidden_size, "vocab_size": shapes.vocab_size,
                      "channels": shapes.channels, "d_k": shapes.d_k, "window": shapes.window,
                      "dtype_bytes": shapes.dtype_bytes},
-        "method": {"name": run_cfg.method.name, **(model.describe(shapes, run_cfg.method) if model else {})},
+        "method": {"name": run_cfg.method.name, **model.describe(shapes, run_cfg.method)},
         "inputs": {"context": n.context, "question": n.question, "output": n.output, "replay": n.replay,
                    "notes": n.notes, "archived": n.archived, "assumed": list(n.assumed)},
     }
-    sections = model.sections(run_cfg, shapes, n) if model else {}
+    sections = model.sections(run_cfg, shapes, n)
     report.update(sections)
-    modelled = model is not None and model.models_added_flops
-    if not sections and not modelled and METHODS.get(run_cfg.method.name).meta.get("adds_flops") is not False:
+    if not sections and not model.models_added_flops:
         report["note"] = f"added FLOPs of method {run_cfg.method.name!r} are not modelled; Plain figures only"
     return {**report, **_costs(shapes, model, run_cfg.method, n, helper_bytes)}
 
@@ -152,21 +143,17 @@ def record_costs(shapes: BackboneShapes, method: MethodConfig | None, tokens: di
     added_flops = added_flops_ratio = None (not modelled).
     """
     stats = stats or {}
-    model = method_costs(method.name) if method is not None else None
-    # Plain's reading (Plain, clean start) adds nothing; other methods are modelled when their cost
-    # model models their added FLOPs (NoteBank's)
-    modelled = method is None or (model is not None and model.models_added_flops) \
-        or METHODS.get(method.name).meta.get("adds_flops") is False
+    model = method_costs(method.name if method is not None else None)
     notes = tokens.get("notes", stats.get("notes"))
     archived = tokens.get("archived", stats.get("archived_tokens"))
-    n = _counts(model, method, int(tokens["context"]), tokens.get("question", 0), int(tokens.get("generated", 0)),
-                tokens.get("replay"), notes, archived, tokens.get("probe"))
+    n = model.counts(method, int(tokens["context"]), tokens.get("question", 0), int(tokens.get("generated", 0)),
+                     tokens.get("replay"), notes, archived, tokens.get("probe"))
     c = _costs(shapes, model, method, n, stats.get("address_index_bytes"))
     added = c["flops"]["added"]["total"] if c["flops"]["added"] else 0.0
     return {
         "plain_flops": c["flops"]["plain"],
-        "added_flops": added if modelled else None,
-        "added_flops_ratio": c["flops"]["added_ratio_percent"] if modelled else None,
+        "added_flops": added if model.models_added_flops else None,
+        "added_flops_ratio": c["flops"]["added_ratio_percent"] if model.models_added_flops else None,
         "state_bytes": sum(c["storage"]["state"].values()),
         "archive_bytes": sum(c["storage"]["archive"].values()),
         "storage_bytes": c["storage"]["total"],
@@ -225,9 +212,7 @@ def format_cost_table(report: dict[str, Any]) -> str:
              ("matched full-MHA KV cache (Eq. 17)", format_bytes(s["mha_kv_cache"]))]
     if s["mha_over_total"]:
         rows.append(("MHA cache / persistent storage", f"{s['mha_over_total']:,.0f} x"))
-    model = method_costs(report["method"]["name"])
-    if model is not None:
-        rows += model.table_rows(report)
+    rows += method_costs(report["method"]["name"]).table_rows(report)
     if i["assumed"]:
         rows.append(("bounds used", "; ".join(i["assumed"])))
     if "note" in report:
