@@ -29,7 +29,7 @@ from memexp.run import shards
 from memexp.run.excerpts import context_excerpts
 from memexp.run.identity import run_key, write_provenance
 from memexp.run.lock import RunLock
-from memexp.run.records import RunFolder, folder_path, format_table, summarize
+from memexp.run.records import RecordsCorruptError, RunFolder, folder_path, format_table, summarize
 from memexp.run.tracking import make_sink
 
 
@@ -164,7 +164,12 @@ def _complete_summary(folder: RunFolder, recorded: int) -> dict | None:
 def _summary_on_failure(folder: RunFolder, records: list[Record], bench: Benchmark, seen: dict, sink) -> None:
     """The partial summary (complete: false) of a run that stops, also to the logger, which marks
     the run incomplete; best effort, since the failure may be the disk itself, and the error that
-    stopped the run is the one to report."""
+    stopped the run is the one to report. It describes the records on disk: Ctrl-C can land
+    between a record's write and its `records.append`, and the file is what a resume reads."""
+    try:
+        records = folder.records(repair=False)
+    except (OSError, RecordsCorruptError):
+        pass  # the in-memory records, which the file may lack only by a write the failure took back
     if not records:
         return
     partial = _summary(records, bench, seen)

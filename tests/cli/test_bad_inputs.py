@@ -252,8 +252,13 @@ def test_ctrl_c_says_what_was_recorded_and_how_to_resume(tmp_path):
     n = len(records.read_text().splitlines())
     assert f"interrupted with {n} questions recorded in {records.parent}" in lines[0]
     assert lines[0].endswith("resume with: " + shlex.join(["python", "-m", "memexp", "run", *args]))
-    summary = json.loads((records.parent / "summary.json").read_text())
-    assert summary["complete"] is False and summary["num_questions"] == n
+    # the partial summary describes the records on disk, even when Ctrl-C fell between a record's
+    # write and the runner's count of it; only a run whose first write the interrupt took back has none
+    if n == 0:
+        assert not (records.parent / "summary.json").exists()
+    else:
+        summary = json.loads((records.parent / "summary.json").read_text())
+        assert summary["complete"] is False and summary["num_questions"] == n
 
 
 # Ctrl-C at 10 instants spread over a run's first 3 seconds (imports, composition, model loading):
