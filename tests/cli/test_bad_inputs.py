@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from helpers.memexp_process import ENV, TINY, command, error_lines, memexp
+from helpers.memexp_process import ENV, TINY, command, error_lines, memexp, memexp_here
 
 from memexp.benchmarks import datasets, skipped_rows
 from memexp.core.compose import load_config
@@ -136,7 +136,7 @@ USER_CONFIGS = {
 
 
 @pytest.mark.parametrize("args,code,expected", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
-def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected):
+def test_bad_input_is_one_line_and_its_exit_code(tmp_path, capfd, args, code, expected):
     out = tmp_path / "runs"
     confs = tmp_path / "confs"
     for name, text in USER_CONFIGS.items():
@@ -147,7 +147,7 @@ def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, expected)
     args, expected = [a.replace("{confs}", str(confs)) for a in args], expected.replace("{confs}", str(confs))
     if args[0] == "run" and not any(a.startswith("output_dir=") for a in args):
         args = [*args, f"output_dir={out}"]
-    result = memexp(*args, cwd=tmp_path if args[0] in ("train", "data") else None)
+    result = memexp_here(capfd, *args, cwd=tmp_path if args[0] in ("train", "data") else None)
     lines = error_lines(result.stderr)
     assert result.returncode == code, result.stderr[-2000:]
     assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
@@ -193,10 +193,10 @@ def _copy_with_bad_lines(finished_run, out, changes):
 
 
 @pytest.mark.parametrize("change,expected", [b[1:] for b in BAD_RECORDS], ids=[b[0] for b in BAD_RECORDS])
-def test_a_record_of_the_wrong_type_stops_the_resume_naming_its_line(finished_run, tmp_path, change, expected):
+def test_a_record_of_the_wrong_type_stops_the_resume_naming_its_line(finished_run, tmp_path, capfd, change, expected):
     out = tmp_path / "runs"
     records = _copy_with_bad_lines(finished_run, out, [{}, change])
-    result = memexp("run", *TINY, f"output_dir={out}")
+    result = memexp_here(capfd, "run", *TINY, f"output_dir={out}")
     lines = error_lines(result.stderr)
     assert result.returncode == 1, result.stderr[-2000:]
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
@@ -204,10 +204,10 @@ def test_a_record_of_the_wrong_type_stops_the_resume_naming_its_line(finished_ru
     assert "records_repair=true" in lines[0]
 
 
-def test_records_repair_moves_records_of_the_wrong_type_and_reruns_them(finished_run, tmp_path):
+def test_records_repair_moves_records_of_the_wrong_type_and_reruns_them(finished_run, tmp_path, capfd):
     out = tmp_path / "runs"
     records = _copy_with_bad_lines(finished_run, out, [{"score": "abc"}, {"score": math.nan}, {"task": [1]}])
-    result = memexp("run", *TINY, f"output_dir={out}", "records_repair=true")
+    result = memexp_here(capfd, "run", *TINY, f"output_dir={out}", "records_repair=true")
     assert result.returncode == 0, result.stderr[-2000:]
     assert len((records.parent / "records.bad.jsonl").read_text().splitlines()) == 3
     kept = [json.loads(line) for line in records.read_text().splitlines()]
@@ -216,12 +216,12 @@ def test_records_repair_moves_records_of_the_wrong_type_and_reruns_them(finished
     assert "NaN" not in text and json.loads(text)["complete"] is True
 
 
-def test_a_full_disk_ends_in_one_line_and_leaves_no_summary(tmp_path):
+def test_a_full_disk_ends_in_one_line_and_leaves_no_summary(tmp_path, capfd):
     out = tmp_path / "runs"
     folder = run_folder(load_config([*TINY, f"output_dir={out}"]))
     folder.mkdir(parents=True)
     (folder / "summary.json.tmp").symlink_to("/dev/full")  # every write of the summary: ENOSPC
-    result = memexp("run", *TINY, f"output_dir={out}")
+    result = memexp_here(capfd, "run", *TINY, f"output_dir={out}")
     lines = error_lines(result.stderr)
     assert result.returncode == 1, result.stderr
     assert len(lines) == 1 and "No space left on device" in lines[0] and "output_dir" in lines[0], result.stderr
@@ -303,20 +303,20 @@ def test_ctrl_c_as_the_run_folder_opens(tmp_path):
     assert lines[0].startswith("memexp: interrupted with 0 questions recorded in ") and "resume with:" in lines[0]
 
 
-def test_max_examples_is_not_complete(tmp_path):
+def test_max_examples_is_not_complete(tmp_path, capfd):
     out = tmp_path / "runs"
-    short = memexp("run", *TINY, f"output_dir={out}", "max_examples=2")
+    short = memexp_here(capfd, "run", *TINY, f"output_dir={out}", "max_examples=2")
     assert short.returncode == 0, short.stderr
     (path,) = out.rglob("summary.json")
     s = json.loads(path.read_text())
     assert (s["complete"], s["num_examples"], s["expected_examples"], s["num_questions"]) == (False, 2, 3, 2)
     assert "incomplete: 2 examples of the benchmark's 3 read" in short.stdout
-    whole = memexp("run", *TINY, f"output_dir={out}")
+    whole = memexp_here(capfd, "run", *TINY, f"output_dir={out}")
     assert whole.returncode == 0, whole.stderr
     assert json.loads(path.read_text())["complete"] is True
     # a smoke run over the finished folder leaves its summary complete (issue 45)
     before = path.read_text()
-    again = memexp("run", *TINY, f"output_dir={out}", "max_examples=1")
+    again = memexp_here(capfd, "run", *TINY, f"output_dir={out}", "max_examples=1")
     assert again.returncode == 0, again.stderr
     assert path.read_text() == before and "incomplete" not in again.stdout
 

@@ -2,7 +2,7 @@
 single-threaded, W&B off, importing THIS checkout's memexp whatever copy is installed (the
 process may start in a temporary folder). Every test that starts memexp in a subprocess does it
 through here; tests whose claim is not about the process itself run memexp in-process instead
-(`memexp.__main__.main`)."""
+(`memexp_here`)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,29 @@ def memexp(*args: str, cwd: Path | None = None, timeout: int = 600, env: dict | 
     """`python -m memexp *args`, finished; `env` adds to (or overrides) ENV."""
     return subprocess.run(command(*args), cwd=cwd, env=environment(env), capture_output=True, text=True,
                           timeout=timeout)
+
+
+def memexp_here(capfd, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`python -m memexp *args` run in this process: memexp.cli.main.main, the function the command
+    line calls, without an interpreter's start (imports paid once per test process). For a claim
+    about what memexp prints and returns; a claim about the process itself (signals, locks, what
+    an import pulls in) needs `memexp`. `capfd` (pytest's) catches what is printed at the file
+    descriptors too, as a subprocess's pipes would; torch's thread count and the folder are restored."""
+    import torch
+
+    from memexp.cli.main import main
+
+    threads, here = torch.get_num_threads(), Path.cwd()
+    capfd.readouterr()  # what the test printed before is not memexp's
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        returncode = main(list(map(str, args)))
+    finally:
+        os.chdir(here)
+        torch.set_num_threads(threads)
+    printed = capfd.readouterr()
+    return subprocess.CompletedProcess(command(*args), returncode, printed.out, printed.err)
 
 
 def memexp_ok(*args: str, **kw) -> subprocess.CompletedProcess:
