@@ -21,8 +21,9 @@ run: ## the quick-start run on the embedded default (tiny_gdn_words, generated R
 TEST_WORKERS ?= 3
 WORKERS = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
-test: ## the whole CPU test suite, offline (what CI runs), on $(TEST_WORKERS) workers, and the documentation site's strict build
-	$(PYTHON) -m mkdocs build --strict --site-dir site
+# the suite builds the documentation site with --strict (tests/docs/test_docs_site.py), on a worker
+# beside the other tests rather than alone before them
+test: ## the whole CPU test suite, offline (what CI runs), on $(TEST_WORKERS) workers, the site's strict build included
 	$(PYTHON) -m pytest -q -m "not gpu" $(WORKERS)
 
 test-fast: ## the test suite without tests marked slow

@@ -124,3 +124,24 @@ def summary(folder: Path) -> dict:
 
 def records(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
+
+
+def selected(request, test_name: str) -> bool:
+    """Whether this session runs the test function `test_name` (after -m / -k selection): a module
+    fixture then computes the larger runs that test needs once, and a smaller test of the same file
+    reads its examples from them."""
+    return any(item.name == test_name or item.originalname == test_name for item in request.session.items)
+
+
+def first_examples(records: list[dict], task: str, length: int, count: int) -> list[dict]:
+    """The records of examples 0..count-1 of `task` at `length`: those a run of `bench.num_samples=count`
+    on the same seed records (a RULER example is a function of its task, length, seed and index; its
+    id is task/length/index)."""
+    chosen = [r for r in records if r["task"] == task and int(r["length"]) == length
+              and int(r["example_id"].rsplit("/", 1)[1]) < count]
+    assert len({r["example_id"] for r in chosen}) == count, f"{task} at {length}: fewer than {count} examples"
+    return chosen
+
+
+def mean_score(records: list[dict]) -> float:
+    return sum(r["score"] for r in records) / len(records)
