@@ -20,6 +20,9 @@ run: ## the quick-start run on the embedded default (tiny_gdn_words, generated R
 # a file (tests/cluster, tests/run/tracking: a folder) per worker, files with slow tests first (tests/conftest.py)
 TEST_WORKERS ?= 3
 WORKERS = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+# the suite starts about 200 Python processes and 3 workers: with bytecode caching off (some images set
+# PYTHONDONTWRITEBYTECODE) each compiles memexp's modules and rewrites the test modules anew (~30 CPU-s)
+test test-fast: export PYTHONDONTWRITEBYTECODE =
 
 # the suite builds the documentation site with --strict (tests/docs/test_docs_site.py), on a worker
 # beside the other tests rather than alone before them

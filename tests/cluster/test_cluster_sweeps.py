@@ -29,6 +29,7 @@ NUM = 1600
 BENCH = ["backbone=tiny_gdn_random", "bench=ruler", "bench.tasks=[niah_single_1]", "bench.lengths=[1024]",
          "bench.max_new_tokens=4", f"bench.num_samples={NUM}", "progress=false"]
 SLURM = ["run", "-m", "hydra/launcher=slurm_local"]
+SHARDS = 4  # the array sweep's tasks
 
 
 def environment(cluster, root: Path) -> dict:
@@ -98,10 +99,11 @@ def time_limit_sweep(cluster, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def array_sweep(cluster, time_limit_sweep, tmp_path_factory):
-    """2 methods x 2 shards of BENCH as one job array (the time-limited sweep is already under way);
-    clean_start costs what plain costs."""
+    """BENCH with the plain method in SHARDS shards as one job array (the time-limited sweep is already
+    under way): the uninterrupted reference for the time-limited job, at the cost of one run."""
     root = tmp_path_factory.mktemp("array")
-    out = run_memexp(cluster, root, *SLURM, "method=plain,clean_start", "bench.shard=0/2,1/2", *BENCH)
+    shards = ",".join(f"{i}/{SHARDS}" for i in range(SHARDS))
+    out = run_memexp(cluster, root, *SLURM, "method=plain", f"bench.shard={shards}", *BENCH)
     assert out.returncode == 0, out.stderr[-3000:]
     return the_sweep(root)
 
@@ -109,25 +111,26 @@ def array_sweep(cluster, time_limit_sweep, tmp_path_factory):
 def test_a_sweep_is_one_job_array_and_report_merges_its_shards(cluster, array_sweep):
     sweep = array_sweep
     job_ids = sorted(p.name for p in (sweep / ".submitit").iterdir() if p.name[0].isdigit() and "_" in p.name)
-    assert len({j.split("_")[0] for j in job_ids}) == 1 and len(job_ids) == 4  # one array, four tasks
+    assert len({j.split("_")[0] for j in job_ids}) == 1 and len(job_ids) == SHARDS  # one array, a task per shard
     array = job_ids[0].split("_")[0]
     # squeue lets go of the array once its last task's processes have exited
     wait_for(lambda: not [j for j, _ in cluster.queue() if j.split("_")[0] == array], 60, "squeue to be empty")
     for job_id in job_ids:
         assert (sweep / ".submitit" / job_id / f"{job_id}_0_log.out").is_file()  # submitit's logs
-    for num in range(4):
+    for num in range(SHARDS):
         run = job_run_folder(sweep, num)
         summary = json.loads((run / "summary.json").read_text())
-        assert summary["complete"] and summary["shard_examples"] == NUM // 2
-        assert len(set(keys(records(run)))) == len(records(run)) == NUM // 2
+        assert summary["complete"] and summary["shard_examples"] == NUM // SHARDS
+        assert len(set(keys(records(run)))) == len(records(run)) == NUM // SHARDS
     report = memexp("report", str(sweep), "--markdown", env=cluster.env, timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
-    rows = [line for line in report.stdout.splitlines() if line.startswith("|") and ("plain" in line or "clean_start" in line)]
-    assert len(rows) == 2 and all(f"(n={NUM})" in row for row in rows), report.stdout  # shards merged
+    rows = [line for line in report.stdout.splitlines() if line.startswith("|") and "plain" in line]
+    assert len(rows) == 1 and f"(n={NUM})" in rows[0], report.stdout  # the shards merged into one row
     status = run_memexp(cluster, sweep.parent, "status", str(sweep))
     assert status.returncode == 0, status.stderr
     lines = status.stdout.splitlines()
-    assert len(lines) == 4 and all(" done " in line and f"{NUM // 2}/{NUM // 2} examples" in line for line in lines)
+    part = NUM // SHARDS
+    assert len(lines) == SHARDS and all(" done " in line and f"{part}/{part} examples" in line for line in lines)
 
 
 def test_a_time_limit_requeues_the_job_and_it_resumes_from_its_records(cluster, time_limit_sweep, array_sweep):
@@ -144,13 +147,13 @@ def test_a_time_limit_requeues_the_job_and_it_resumes_from_its_records(cluster, 
     run = job_run_folder(sweep, 0)
     got = records(run)
     assert len(got) == len(set(keys(got))) == NUM  # none lost, none recorded twice
-    # the same answers and summary as the uninterrupted runs of the same configuration: the two
-    # shards of method=plain in the array sweep
-    reference = {k: r["prediction"] for num in (0, 1) for r in records(job_run_folder(array_sweep, num))
+    # the same answers and summary as the uninterrupted runs of the same configuration: the array
+    # sweep's shards
+    reference = {k: r["prediction"] for num in range(SHARDS) for r in records(job_run_folder(array_sweep, num))
                  for k in [(r["example_id"], r["question_id"])]}
     assert {(r["example_id"], r["question_id"]): r["prediction"] for r in got} == reference
     summary = json.loads((run / "summary.json").read_text())
-    shard_scores = [json.loads((job_run_folder(array_sweep, n) / "summary.json").read_text()) for n in (0, 1)]
+    shard_scores = [json.loads((job_run_folder(array_sweep, n) / "summary.json").read_text()) for n in range(SHARDS)]
     assert summary["complete"] and summary["num_questions"] == sum(s["num_questions"] for s in shard_scores)
     assert summary["overall"] == pytest.approx(sum(s["overall"] * s["num_questions"] for s in shard_scores) / NUM)
 
