@@ -97,6 +97,7 @@ def run_job(cfg: DictConfig) -> float:
     from hydra.core.hydra_config import HydraConfig
 
     from memexp.cluster.job_failure import clear_failure, in_launcher_worker, record_failure
+    from memexp.cluster.requeue import harden_requeue
     from memexp.core.errors import classify
     from memexp.core.paths import use_root
     from memexp.run.jobs import job_threads, link_run_folder, metric_value
@@ -106,6 +107,8 @@ def run_job(cfg: DictConfig) -> float:
 
     hc = HydraConfig.get()
     multirun = hc.mode.name == "MULTIRUN"
+    if in_launcher_worker():
+        harden_requeue()
     try:
         rc = validate(cfg)
         use_root(rc.paths.root)

@@ -170,10 +170,14 @@ def test_a_preempted_job_resumes_and_the_run_lock_takes_over_only_a_dead_holder(
         holder = json.loads((run / "run.lock").read_text())["pid"]
         status = run_memexp(cluster, root, "status", str(sweep))
         assert " running " in status.stdout, status.stdout + status.stderr
+        # the job is stopped (SIGSTOP, alive) while a second writer tries the folder: a job that
+        # ran on could finish its 600 examples before the requeue below on an idle machine
+        (job_id,) = [j for j, state in cluster.queue() if state == "RUNNING"]
+        cluster.run("scontrol", "suspend", job_id)
         # a second writer while the job lives: refused, naming the holder
         local = run_memexp(cluster, root, "run", "method=plain", *bench)
         assert local.returncode == 1 and f"is in use by pid {holder}" in local.stderr, local.stderr[-2000:]
-        (job_id,) = [j for j, state in cluster.queue() if state == "RUNNING"]
+        cluster.run("scontrol", "resume", job_id)
         cluster.run("scontrol", "requeue", job_id)
         # SLURM restarts a requeued job once its old credential expires (5 s here): hold it queued
         # until `status` has seen it so

@@ -5,7 +5,7 @@ same notes, does not."""
 import json
 
 import pytest
-from helpers.memexp_process import records, run_presets
+from helpers.memexp_process import mean_score, records, run_presets
 from safetensors.torch import load_file
 
 from memexp.adapters.io import file_hash
@@ -49,7 +49,3 @@ def test_nb_lora_reads_the_replayed_needle_nb_tf_does_not(tmp_path):
     assert [r["method_stats"]["selected"] for r in lora] == [r["method_stats"]["selected"] for r in tf]
     assert all(r["method_stats"]["adapter"]["hash"] == file_hash(SHIPPED / "notebank") for r in lora)
     assert mean_score(lora) >= mean_score(tf) + 25, (mean_score(lora), mean_score(tf))
-
-
-def mean_score(run_records: list[dict]) -> float:
-    return sum(r["score"] for r in run_records) / len(run_records)

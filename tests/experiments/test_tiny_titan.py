@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from helpers.memexp_process import records, run_presets
+from helpers.memexp_process import mean_score, records, run_presets
 from safetensors.torch import load_file
 
 from memexp.cli.train import load_recipe
@@ -61,10 +61,6 @@ def test_titan_answers_needles_segmented_attention_cannot(tmp_path):
     recovered = [t["question_id"] for t, s in zip(titan, segmented) if t["score"] == 100 and s["score"] == 0]
     assert mean_score(titan) >= mean_score(segmented) + 15, (mean_score(titan), mean_score(segmented))
     assert len(recovered) >= 3, recovered
-
-
-def mean_score(run_records: list[dict]) -> float:
-    return sum(r["score"] for r in run_records) / len(run_records)
 
 
 def test_needle_probe_is_zero_without_memory_and_large_with_full_attention():
