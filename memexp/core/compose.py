@@ -81,17 +81,32 @@ def quote_home(args: list[str]) -> list[str]:
     return out
 
 
+_stored: dict[str, tuple] = {}  # what `store_options` last put in which ConfigStore
+
+
 def store_options() -> None:
     """Every schema in Hydra's ConfigStore (see `store_schemas`), and a method or benchmark that is
     registered but has no YAML in conf/ (an outside package's) as a group option made of its
-    schema's defaults, so that `method=<name>` / `bench=<name>` runs it."""
+    schema's defaults, so that `method=<name>` / `bench=<name>` runs it.
+
+    Every composition calls it; it stores again only when the registries (an outside package may
+    register an entry between two runs) or the store itself changed, since building the nodes
+    costs more than composing (a sweep's preflight composes every job)."""
     from hydra.core.config_store import ConfigStore
 
+    store = ConfigStore.instance()
+    entries = [(group, entry) for group, registry in (("method", METHODS), ("bench", BENCHES)) for entry in registry
+               if entry.schema is not None]
+    key = (id(store), tuple((group, entry.name, entry.schema) for group, entry in entries))
+    schemas, own = store.repo.get("schema", {}), [(g, e) for g, e in entries if not (CONF_DIR / g / f"{e.name}.yaml").is_file()]
+    if _stored.get("key") == key and "backbone.yaml" in schemas \
+            and all(f"{e.name}.yaml" in schemas.get(g, {}) for g, e in entries) \
+            and all(f"{e.name}.yaml" in store.repo.get(g, {}) for g, e in own):
+        return
     store_schemas()
-    for group, registry in (("method", METHODS), ("bench", BENCHES)):
-        for entry in registry:
-            if entry.schema is not None and not (CONF_DIR / group / f"{entry.name}.yaml").is_file():
-                ConfigStore.instance().store(group=group, name=entry.name, node=schema_node(entry))
+    for group, entry in own:
+        store.store(group=group, name=entry.name, node=schema_node(entry))
+    _stored["key"] = key
 
 
 def search_path(config_dir: str | None = None, config_path: str | None = None):
