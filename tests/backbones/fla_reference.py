@@ -1,11 +1,12 @@
 """Runs FLA's own GatedDeltaNetForCausalLM on CPU and writes its logits (a subprocess of
 test_gdn_fla_parity.py: FLA's Triton kernels need TRITON_INTERPRET=1 set before import).
 
-    python fla_reference.py OUT_DIR '{"hidden_size": 64, ...}' SEED LENGTH SPLIT
+    python fla_reference.py OUT_DIR '{"hidden_size": 64, ...}' SEED LENGTH SPLIT [OUT_DIR CONFIG SEED LENGTH SPLIT ...]
 
-Saves the FLA checkpoint to OUT_DIR/ckpt (save_pretrained) and OUT_DIR/logits.pt holding
-the ids, FLA's logits over the whole sequence in one call, and the last logits after
-feeding ids[:SPLIT] then ids[SPLIT:] through FLA's cache.
+For each group of five arguments, saves the FLA checkpoint to OUT_DIR/ckpt (save_pretrained) and
+OUT_DIR/logits.pt holding the ids, FLA's logits over the whole sequence in one call, and the last
+logits after feeding ids[:SPLIT] then ids[SPLIT:] through FLA's cache. Several models in one
+process import FLA once (about 8 s).
 """
 
 import json
@@ -40,4 +41,8 @@ def main(out: str, config: str, seed: str, length: str, split: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    args = sys.argv[1:]
+    if not args or len(args) % 5:
+        sys.exit("usage: fla_reference.py OUT_DIR CONFIG_JSON SEED LENGTH SPLIT [...]")
+    for i in range(0, len(args), 5):
+        main(*args[i:i + 5])

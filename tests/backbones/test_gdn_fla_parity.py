@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.memexp_process import selected
 
 from memexp.backbones import load_backbone
 
@@ -30,21 +31,33 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", ["grouped_values", pytest.param("expand_v2_tied", marks=pytest.mark.slow)])
-def test_logits_match_fla(name, tmp_path):
+LENGTH, SPLIT = 48, 19
+SLOW = {"expand_v2_tied"}
+
+
+@pytest.fixture(scope="module")
+def references(request, tmp_path_factory) -> dict:
+    """{config name: folder with FLA's checkpoint and logits}, for the configs this session tests,
+    written by one FLA process."""
+    wanted = [name for name in CONFIGS if selected(request, "test_logits_match_fla", f"[{name}]")]
+    out = tmp_path_factory.mktemp("fla")
+    args = [a for name in wanted for a in (str(out / name), json.dumps(CONFIGS[name]), "0", str(LENGTH), str(SPLIT))]
     env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"}
-    script = Path(__file__).with_name("fla_reference.py")
-    length, split = 48, 19
-    run = subprocess.run([sys.executable, str(script), str(tmp_path), json.dumps(CONFIGS[name]), "0", str(length), str(split)],
-                         env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run([sys.executable, str(Path(__file__).with_name("fla_reference.py")), *args],
+                         env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
-    ref = torch.load(tmp_path / "logits.pt")
-    bb = load_backbone({"name": name, "arch": "gdn", "pretrained": str(tmp_path / "ckpt"), "tokenizer": "byte",
+    return {name: out / name for name in wanted}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else []) for n in CONFIGS])
+def test_logits_match_fla(name, references):
+    ref = torch.load(references[name] / "logits.pt")
+    bb = load_backbone({"name": name, "arch": "gdn", "pretrained": str(references[name] / "ckpt"), "tokenizer": "byte",
                         "prefill_chunk": 16})
     ids = ref["ids"]
-    for end in (1, 2, 5, 30, length):
+    for end in (1, 2, 5, 30, LENGTH):
         logits = bb.forward(bb.init_state(), ids[:end])
         torch.testing.assert_close(logits, ref["full"][end - 1], atol=2e-5, rtol=1e-4)
     state = bb.init_state()
-    bb.forward(state, ids[:split])
-    torch.testing.assert_close(bb.forward(state, ids[split:]), ref["continued"], atol=2e-5, rtol=1e-4)
+    bb.forward(state, ids[:SPLIT])
+    torch.testing.assert_close(bb.forward(state, ids[SPLIT:]), ref["continued"], atol=2e-5, rtol=1e-4)

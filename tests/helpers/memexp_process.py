@@ -48,12 +48,13 @@ def memexp_here(capfd, *args: str, cwd: Path | None = None) -> subprocess.Comple
     line calls, without an interpreter's start (imports paid once per test process). For a claim
     about what memexp prints and returns; a claim about the process itself (signals, locks, what
     an import pulls in) needs `memexp`. `capfd` (pytest's) catches what is printed at the file
-    descriptors too, as a subprocess's pipes would; torch's thread count and the folder are restored."""
+    descriptors too, as a subprocess's pipes would; torch's thread count, the folder and the
+    environment (a sweep hands its jobs variables) are restored."""
     import torch
 
     from memexp.cli.main import main
 
-    threads, here = torch.get_num_threads(), Path.cwd()
+    threads, here, environ = torch.get_num_threads(), Path.cwd(), dict(os.environ)
     capfd.readouterr()  # what the test printed before is not memexp's
     try:
         if cwd is not None:
@@ -62,6 +63,8 @@ def memexp_here(capfd, *args: str, cwd: Path | None = None) -> subprocess.Comple
     finally:
         os.chdir(here)
         torch.set_num_threads(threads)
+        os.environ.clear()
+        os.environ.update(environ)
     printed = capfd.readouterr()
     return subprocess.CompletedProcess(command(*args), returncode, printed.out, printed.err)
 
@@ -126,11 +129,13 @@ def records(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
 
 
-def selected(request, test_name: str) -> bool:
-    """Whether this session runs the test function `test_name` (after -m / -k selection): a module
-    fixture then computes the larger runs that test needs once, and a smaller test of the same file
-    reads its examples from them."""
-    return any(item.name == test_name or item.originalname == test_name for item in request.session.items)
+def selected(request, test_name: str, params: str = "") -> bool:
+    """Whether this session runs the test function `test_name` (after -m / -k selection), or with
+    `params` (e.g. "[grouped_values]") that parametrized case: a module fixture then computes what
+    the selected tests need, once (the larger runs a smaller test reads its examples from, the
+    references of the selected cases only)."""
+    return any(getattr(item, "originalname", item.name) == test_name and item.name.endswith(params)
+               for item in request.session.items)
 
 
 def first_examples(records: list[dict], task: str, length: int, count: int) -> list[dict]:

@@ -1,4 +1,6 @@
-"""`python -m memexp run` end to end on the tiny random GDN: run folder, resume, SIGKILL, multirun."""
+"""`python -m memexp run` end to end on the tiny random GDN: run folder, resume, SIGKILL, multirun.
+What a kill or a logger's service process needs runs in its own process; the rest runs the command
+line's main in this one (memexp_here)."""
 
 import json
 import os
@@ -8,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.memexp_process import memexp, popen
+from helpers.memexp_process import memexp, memexp_here, popen
 
 ARGS = ["backbone=tiny_gdn_random", "method=plain", "bench=ruler", "bench.tasks=[niah_single_1]",
         "bench.lengths=[512]", "bench.max_new_tokens=12", "progress=false"]
@@ -16,6 +18,10 @@ ARGS = ["backbone=tiny_gdn_random", "method=plain", "bench=ruler", "bench.tasks=
 
 def memexp_run(out: Path, *extra: str, **kw) -> subprocess.CompletedProcess:
     return memexp("run", *ARGS, f"output_dir={out}", *extra, **kw)
+
+
+def run_here(capfd, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return memexp_here(capfd, "run", *ARGS, f"output_dir={out}", *extra)
 
 
 def only_folder(out: Path) -> Path:
@@ -33,8 +39,8 @@ def read_records(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
 
 
-def test_run_writes_the_folder_and_a_rerun_recomputes_nothing(tmp_path):
-    first = memexp_run(tmp_path, "bench.num_samples=3")
+def test_run_writes_the_folder_and_a_rerun_recomputes_nothing(tmp_path, capfd):
+    first = run_here(capfd, tmp_path, "bench.num_samples=3")
     assert first.returncode == 0, first.stderr
     folder = only_folder(tmp_path)
     assert folder.relative_to(tmp_path).parts[:3] == ("ruler", "tiny_gdn_random", "plain")
@@ -49,25 +55,25 @@ def test_run_writes_the_folder_and_a_rerun_recomputes_nothing(tmp_path):
     assert "niah_single_1" in first.stdout  # the final task x length table
     before = (folder / "records.jsonl").read_bytes()
 
-    again = memexp_run(tmp_path, "bench.num_samples=3")
+    again = run_here(capfd, tmp_path, "bench.num_samples=3")
     assert again.returncode == 0, again.stderr
     assert "(3 questions already recorded)" in again.stderr
     assert (folder / "records.jsonl").read_bytes() == before
 
 
-def test_each_session_records_the_torch_threads_it_ran_on(tmp_path):
+def test_each_session_records_the_torch_threads_it_ran_on(tmp_path, capfd):
     """provenance.json's sessions say how many torch CPU threads ran the model (a wall time is read
     with it): threads=1, then a resume with threads=2, in the same folder."""
     for threads in (1, 2):
-        out = memexp_run(tmp_path, "bench.num_samples=1", f"threads={threads}")
+        out = run_here(capfd, tmp_path, "bench.num_samples=1", f"threads={threads}")
         assert out.returncode == 0, out.stderr
     sessions = json.loads((only_folder(tmp_path) / "provenance.json").read_text())["sessions"]
     assert [s["torch_threads"] for s in sessions] == [1, 2]
 
 
-def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
+def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, capfd):
     n = 8
-    whole = memexp_run(tmp_path / "whole", f"bench.num_samples={n}")
+    whole = run_here(capfd, tmp_path / "whole", f"bench.num_samples={n}")
     assert whole.returncode == 0, whole.stderr
 
     killed = tmp_path / "killed"
@@ -93,9 +99,9 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert sa == sb
 
 
-def test_multirun_writes_one_folder_per_job(tmp_path):
+def test_multirun_writes_one_folder_per_job(tmp_path, capfd):
     """-m after overrides (Hydra's own parser takes its flags only before them; memexp reorders)."""
-    out = memexp("run", *ARGS, "-m", f"output_dir={tmp_path}", "bench.num_samples=1", "bench.lengths=[512],[640]",
+    out = memexp_here(capfd, "run", *ARGS, "-m", f"output_dir={tmp_path}", "bench.num_samples=1", "bench.lengths=[512],[640]",
                  f"hydra.sweep.dir={tmp_path / 'sweep'}")
     assert out.returncode == 0, out.stderr
     summaries = sorted(tmp_path.rglob("summary.json"))

@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import time
 
-from helpers.memexp_process import ENV, TINY, command, error_lines, memexp
+from helpers.memexp_process import ENV, TINY, command, error_lines, memexp, memexp_here
 
 from memexp.core.schema import ASSETS_DIR
 from memexp.run.lock import RunLock
@@ -23,26 +23,26 @@ def keys(recs):
     return [(r["example_id"], r["question_id"]) for r in recs]
 
 
-def test_replaced_weights_at_the_same_path_are_never_resumed(tmp_path):
+def test_replaced_weights_at_the_same_path_are_never_resumed(tmp_path, capfd):
     ckpt = tmp_path / "tiny_gdn"
     shutil.copytree(ASSETS_DIR / "tiny_gdn", ckpt)
     args = [*TINY, "backbone=tiny_gdn", f"backbone.pretrained={ckpt}", "bench.num_samples=1",
             f"output_dir={tmp_path / 'runs'}"]
-    first = memexp("run", *args)
+    first = memexp_here(capfd, "run", *args)
     assert first.returncode == 0, first.stderr
     f = ckpt / "model.safetensors"
     raw = bytearray(f.read_bytes())
     raw[8 + int.from_bytes(raw[:8], "little") + 7] ^= 0xFF  # new weights, same size and header
     f.write_bytes(bytes(raw))
-    second = memexp("run", *args)
+    second = memexp_here(capfd, "run", *args)
     assert second.returncode == 0, second.stderr
     assert "(0 questions already recorded)" in second.stderr
     assert len(folders(tmp_path / "runs")) == 2
 
 
-def test_a_held_folder_stops_a_second_process_with_one_line(tmp_path):
+def test_a_held_folder_stops_a_second_process_with_one_line(tmp_path, capfd):
     out = tmp_path / "runs"
-    first = memexp("run", *TINY, f"output_dir={out}", "max_examples=1")
+    first = memexp_here(capfd, "run", *TINY, f"output_dir={out}", "max_examples=1")
     assert first.returncode == 0, first.stderr
     (folder,) = folders(out)
     before = (folder / "records.jsonl").read_bytes()
@@ -71,9 +71,9 @@ def test_two_processes_started_together_one_runs_the_other_stops(tmp_path):
     assert len(recs) == 3 and len(set(keys(recs))) == 3  # no duplicate record
 
 
-def test_wait_for_lock_waits_then_resumes(tmp_path):
+def test_wait_for_lock_waits_then_resumes(tmp_path, capfd):
     out = tmp_path / "runs"
-    first = memexp("run", *TINY, f"output_dir={out}")
+    first = memexp_here(capfd, "run", *TINY, f"output_dir={out}")
     assert first.returncode == 0, first.stderr
     (folder,) = folders(out)
     lock = RunLock(folder)
@@ -87,22 +87,22 @@ def test_wait_for_lock_waits_then_resumes(tmp_path):
     assert "(3 questions already recorded)" in waiting.stderr.read()
 
 
-def test_a_corrupt_middle_line_stops_the_run_and_repair_keeps_every_good_record(tmp_path):
+def test_a_corrupt_middle_line_stops_the_run_and_repair_keeps_every_good_record(tmp_path, capfd):
     out = tmp_path / "runs"
-    first = memexp("run", *TINY, f"output_dir={out}")
+    first = memexp_here(capfd, "run", *TINY, f"output_dir={out}")
     assert first.returncode == 0, first.stderr
     (folder,) = folders(out)
     path = folder / "records.jsonl"
     good = path.read_text().splitlines(keepends=True)
     path.write_text(good[0] + '{"example_id": "oops"\n' + good[1] + good[2])
 
-    stopped = memexp("run", *TINY, f"output_dir={out}")
+    stopped = memexp_here(capfd, "run", *TINY, f"output_dir={out}")
     lines = error_lines(stopped.stderr)
     assert stopped.returncode == 1 and len(lines) == 1, stopped.stderr
     assert f"{path}:2: not a record" in lines[0] and "records_repair=true" in lines[0]
     assert path.read_text() == good[0] + '{"example_id": "oops"\n' + good[1] + good[2]
 
-    repaired = memexp("run", *TINY, f"output_dir={out}", "records_repair=true")
+    repaired = memexp_here(capfd, "run", *TINY, f"output_dir={out}", "records_repair=true")
     assert repaired.returncode == 0, repaired.stderr
     assert "(3 questions already recorded)" in repaired.stderr  # nothing recomputed, nothing lost
     assert path.read_text() == "".join(good)
