@@ -1,5 +1,9 @@
 """Every failure a user can cause: one line naming the field (or file) and the fix, the documented exit
-code (2: configuration, 1: runtime, 130: Ctrl-C), no traceback, nothing a resume would trust."""
+code (2: configuration, 1: runtime, 130: Ctrl-C), no traceback, nothing a resume would trust.
+
+The cases run the command line's own `main` in this process (`memexp_here`: what it prints at the
+descriptors, what it returns; an exception it lets out fails the test); Ctrl-C, which is about the
+process and its signal handling, runs `python -m memexp` in its own."""
 
 import functools
 import json
