@@ -2,8 +2,6 @@
 user config folders and sweep syntax; a wrong value in any of them ends in one line naming the
 field, before any model loads."""
 
-import contextlib
-import io
 import textwrap
 
 import pytest
@@ -11,15 +9,9 @@ import yaml
 
 import memexp.run.runner
 from memexp.cli.app import preflight
-from memexp.cli.main import main
+from tests.helpers.memexp_process import memexp_printed
 
-
-def cli(argv, monkeypatch=None, env=None):
-    """(exit code, stdout, stderr) of `python -m memexp <argv>` run in this process."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return rc, out.getvalue(), err.getvalue()
+cli = memexp_printed  # (exit code, stdout, stderr) of `python -m memexp <argv>`, in this process
 
 
 @pytest.fixture

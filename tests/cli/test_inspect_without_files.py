@@ -3,25 +3,18 @@ validate values only, and the run itself still stops with one line naming the mi
 
 Every test runs in an empty folder, so no `./checkpoints/...` a preset names can exist."""
 
-import contextlib
-import io
 import os
 
 import pytest
 import yaml
 
-from memexp.cli.main import main
 from memexp.core.compose import group_options
+from tests.helpers.memexp_process import memexp_printed
 
 PRESETS = group_options("experiment")
 
 
-def cli(argv):
-    """(exit code, stdout, stderr) of `python -m memexp <argv>` run in this process."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return rc, out.getvalue(), err.getvalue()
+cli = memexp_printed  # (exit code, stdout, stderr) of `python -m memexp <argv>`, in this process
 
 
 @pytest.fixture(autouse=True)

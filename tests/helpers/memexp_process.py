@@ -6,6 +6,8 @@ through here; tests whose claim is not about the process itself run memexp in-pr
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -43,30 +45,69 @@ def memexp(*args: str, cwd: Path | None = None, timeout: int = 600, env: dict | 
                           timeout=timeout)
 
 
-def memexp_here(capfd, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """`python -m memexp *args` run in this process: memexp.cli.main.main, the function the command
-    line calls, without an interpreter's start (imports paid once per test process). For a claim
-    about what memexp prints and returns; a claim about the process itself (signals, locks, what
-    an import pulls in) needs `memexp`. `capfd` (pytest's) catches what is printed at the file
-    descriptors too, as a subprocess's pipes would; torch's thread count, the folder and the
-    environment (a sweep hands its jobs variables) are restored."""
+@contextlib.contextmanager
+def process_state_kept():
+    """What an in-process memexp changes of the test process, put back: torch's thread count, the
+    folder, the environment (a sweep hands its jobs variables) and logging. Hydra configures the
+    root logger for a job, with handlers on the streams of that moment; pytest closes those after
+    the test, and a later test's log line then fails in the handler and prints a traceback into that
+    test's stderr."""
+    import logging
+
     import torch
 
-    from memexp.cli.main import main
-
     threads, here, environ = torch.get_num_threads(), Path.cwd(), dict(os.environ)
-    capfd.readouterr()  # what the test printed before is not memexp's
+    root = logging.getLogger()
+    loggers = {name: (lg.level, list(lg.handlers), lg.propagate, lg.disabled)
+               for name, lg in root.manager.loggerDict.items() if isinstance(lg, logging.Logger)}
+    root_state = (root.level, list(root.handlers))
     try:
-        if cwd is not None:
-            os.chdir(cwd)
-        returncode = main(list(map(str, args)))
+        yield
     finally:
         os.chdir(here)
         torch.set_num_threads(threads)
         os.environ.clear()
         os.environ.update(environ)
+        root.setLevel(root_state[0])
+        root.handlers[:] = root_state[1]
+        for name, lg in root.manager.loggerDict.items():
+            if not isinstance(lg, logging.Logger):
+                continue
+            # a logger first made during the run (a lazily imported module's) keeps its own set-up
+            if name in loggers:
+                lg.level, handlers, lg.propagate, lg.disabled = loggers[name]
+                lg.handlers[:] = handlers
+        logging.Logger.manager._clear_cache()
+
+
+def memexp_here(capfd, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`python -m memexp *args` run in this process: memexp.cli.main.main, the function the command
+    line calls, without an interpreter's start (imports paid once per test process). For a claim
+    about what memexp prints and returns; a claim about the process itself (signals, locks, what
+    an import pulls in) needs `memexp`. `capfd` (pytest's) catches what is printed at the file
+    descriptors too, as a subprocess's pipes would; the process's state is kept
+    (`process_state_kept`)."""
+    from memexp.cli.main import main
+
+    capfd.readouterr()  # what the test printed before is not memexp's
+    with process_state_kept():
+        if cwd is not None:
+            os.chdir(cwd)
+        returncode = main(list(map(str, args)))
     printed = capfd.readouterr()
     return subprocess.CompletedProcess(command(*args), returncode, printed.out, printed.err)
+
+
+def memexp_printed(argv) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `python -m memexp <argv>` run in this process, what Python
+    code prints only (no fixture needed): for the commands that stop before a job runs (`--cfg`,
+    `--help`, a wrong value)."""
+    from memexp.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with process_state_kept(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        returncode = main(list(map(str, argv)))
+    return returncode, out.getvalue(), err.getvalue()
 
 
 def memexp_ok(*args: str, **kw) -> subprocess.CompletedProcess:
