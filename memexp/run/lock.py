@@ -49,13 +49,19 @@ class RunLock:
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         self._fd = fd
 
-    def holder(self) -> str:
-        """The holder as the lock file states it ("another process" while it is still writing it)."""
-        try:
-            info = json.loads(self.path.read_text())
-            return f"pid {info['pid']} on {info['host']} (started {info['started']})"
-        except (OSError, ValueError, KeyError, TypeError):
-            return "another process"
+    def holder(self, settle: float = 2.0) -> str:
+        """The holder as the lock file states it. A holder writes the file just after it takes the
+        lock, so a process that lost a race by microseconds may find it empty: it reads again for up
+        to `settle` seconds before naming "another process"."""
+        deadline = time.monotonic() + settle
+        while True:
+            try:
+                info = json.loads(self.path.read_text())
+                return f"pid {info['pid']} on {info['host']} (started {info['started']})"
+            except (OSError, ValueError, KeyError, TypeError):
+                if time.monotonic() >= deadline:
+                    return "another process"
+                time.sleep(0.02)
 
     def release(self) -> None:
         if self._fd is not None:

@@ -5,10 +5,11 @@ import shutil
 import subprocess
 import time
 
+import pytest
 from helpers.memexp_process import ENV, TINY, command, error_lines, memexp, memexp_here
 
 from memexp.core.schema import ASSETS_DIR
-from memexp.run.lock import RunLock
+from memexp.run.lock import RunLock, RunLockedError
 
 
 def folders(out):
@@ -70,6 +71,27 @@ def test_two_processes_started_together_one_runs_the_other_stops(tmp_path):
     recs = records(folder)
     assert len(recs) == 3 and len(set(keys(recs))) == 3  # no duplicate record
 
+
+
+def test_a_process_that_finds_the_lock_before_its_holder_wrote_it_still_names_the_holder(tmp_path):
+    """Two processes started together: the loser can try the lock in the microseconds between the
+    winner's flock and its write of who it is (CI, 2026-12-05: "in use by another process")."""
+    import fcntl
+    import os
+    import threading
+
+    path = tmp_path / "run.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # held, not yet written
+    info = json.dumps({"pid": 4242, "host": "node7", "started": "2026-12-05T00:00:00+0000"})
+    writer = threading.Timer(0.3, lambda: os.pwrite(fd, (info + "\n").encode(), 0))
+    writer.start()
+    try:
+        with pytest.raises(RunLockedError, match="is in use by pid 4242 on node7"):
+            RunLock(tmp_path).acquire()
+    finally:
+        writer.join()
+        os.close(fd)
 
 def test_wait_for_lock_waits_then_resumes(tmp_path, capfd):
     out = tmp_path / "runs"
