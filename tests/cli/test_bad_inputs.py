@@ -307,6 +307,24 @@ def test_ctrl_c_as_the_run_folder_opens(tmp_path):
     assert lines[0].startswith("memexp: interrupted with 0 questions recorded in ") and "resume with:" in lines[0]
 
 
+
+def test_ctrl_c_inside_an_exec_still_exits_130(tmp_path):
+    """`python -m memexp`'s exit code after an interrupt memexp handled, when the interrupt landed
+    inside code exec() ran from a string (CPython then remembers it as unhandled and `-m` ends by
+    SIGINT: exit -2; CI, 2026-12-05). The interrupt is raised there on purpose: memexp's own
+    `__main__` runs, as `-m` runs it, with `run` replaced by a command that is interrupted so."""
+    (tmp_path / "interrupted_in_exec").mkdir()
+    (tmp_path / "interrupted_in_exec" / "__main__.py").write_text(
+        "import runpy\n"
+        "import memexp.cli.main\n"
+        "def run(argv):\n"
+        "    exec('raise KeyboardInterrupt')\n"
+        "memexp.cli.main.COMMANDS['run'] = run\n"
+        "runpy.run_module('memexp', run_name='__main__', alter_sys=True)\n")
+    proc = subprocess.run([sys.executable, "-m", "interrupted_in_exec", "run"], cwd=tmp_path, env=ENV,
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (130, "memexp: interrupted before any question was recorded\n")
+
 def test_max_examples_is_not_complete(tmp_path, capfd):
     out = tmp_path / "runs"
     short = memexp_here(capfd, "run", *TINY, f"output_dir={out}", "max_examples=2")
