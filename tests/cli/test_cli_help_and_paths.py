@@ -1,13 +1,12 @@
 """Every command answers --help with its fields and an example; `ls` offers the launchers; one
 root (paths.root, $MEMEXP_ROOT) holds runs, sweeps and caches without changing run-folder names."""
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
+from helpers.memexp_process import memexp_printed
 
-from memexp.cli.main import COMMANDS, main
+from memexp.cli.main import COMMANDS
 from memexp.core.compose import load_config
 from memexp.core.paths import rebase_cache
 from memexp.run.records import run_folder
@@ -18,13 +17,8 @@ FIELDS = {"run": "max_examples", "train": "stages.0.steps", "cost": "question_to
 
 
 def cli(argv):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            rc = main(argv)
-        except SystemExit as e:  # argparse's --help (report)
-            rc = e.code
-    return rc, out.getvalue()
+    rc, out, _ = memexp_printed(argv)
+    return rc, out
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

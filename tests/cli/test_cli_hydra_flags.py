@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 import yaml
+from helpers.memexp_process import memexp_printed
 
 import memexp.run.runner
 from memexp.cli.app import preflight
-from tests.helpers.memexp_process import memexp_printed
 
 cli = memexp_printed  # (exit code, stdout, stderr) of `python -m memexp <argv>`, in this process
 

@@ -5,7 +5,7 @@ traceback into that test's stderr, which the one-line error tests then read (CI,
 
 import logging
 
-from tests.helpers.memexp_process import TINY, memexp_here
+from helpers.memexp_process import TINY, memexp_here, process_state_kept
 
 
 def handlers():
@@ -23,3 +23,18 @@ def test_a_run_in_this_process_leaves_logging_as_it_found_it(capfd, tmp_path):
     after = handlers()
     assert {k: after[k] for k in before} == before
 
+
+
+def test_a_library_logger_made_during_the_run_is_left_on_the_process_streams(capfd):
+    """A module imported for the first time inside an in-process run keeps its handler, but not on
+    the captured stream of that test, which pytest closes."""
+    import sys
+
+    name = "a_library_first_imported_during_the_run"
+    with process_state_kept():
+        logging.getLogger(name).addHandler(logging.StreamHandler(sys.stderr))
+    (handler,) = logging.getLogger(name).handlers
+    try:
+        assert handler.stream is sys.__stderr__
+    finally:
+        logging.getLogger(name).removeHandler(handler)

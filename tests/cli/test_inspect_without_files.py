@@ -7,9 +7,9 @@ import os
 
 import pytest
 import yaml
+from helpers.memexp_process import memexp_printed
 
 from memexp.core.compose import group_options
-from tests.helpers.memexp_process import memexp_printed
 
 PRESETS = group_options("experiment")
 

@@ -49,9 +49,10 @@ def memexp(*args: str, cwd: Path | None = None, timeout: int = 600, env: dict | 
 def process_state_kept():
     """What an in-process memexp changes of the test process, put back: torch's thread count, the
     folder, the environment (a sweep hands its jobs variables) and logging. Hydra configures the
-    root logger for a job, with handlers on the streams of that moment; pytest closes those after
-    the test, and a later test's log line then fails in the handler and prints a traceback into that
-    test's stderr."""
+    root logger for a job, and a library imported for the first time during the run (transformers,
+    submitit) adds its handler, each on the streams of that moment: under `capfd` or a redirect,
+    streams that pytest closes after the test. A later test's log line would then fail in that
+    handler and print a traceback into the later test's stderr. Enter it inside any redirect."""
     import logging
 
     import torch
@@ -61,6 +62,8 @@ def process_state_kept():
     loggers = {name: (lg.level, list(lg.handlers), lg.propagate, lg.disabled)
                for name, lg in root.manager.loggerDict.items() if isinstance(lg, logging.Logger)}
     root_state = (root.level, list(root.handlers))
+    # the streams of this moment, and what a handler left on them writes to once they are closed
+    streams = {id(sys.stdout): sys.__stdout__, id(sys.stderr): sys.__stderr__}
     try:
         yield
     finally:
@@ -73,10 +76,14 @@ def process_state_kept():
         for name, lg in root.manager.loggerDict.items():
             if not isinstance(lg, logging.Logger):
                 continue
-            # a logger first made during the run (a lazily imported module's) keeps its own set-up
             if name in loggers:
                 lg.level, handlers, lg.propagate, lg.disabled = loggers[name]
                 lg.handlers[:] = handlers
+            # a logger first made during the run keeps its set-up, on the process's own streams (a
+            # handler whose stream is a property, logging's last resort's kind, reads sys.stderr anew)
+            for handler in lg.handlers:
+                if id(vars(handler).get("stream")) in streams:
+                    handler.setStream(streams[id(handler.stream)])
         logging.Logger.manager._clear_cache()
 
 
@@ -99,14 +106,17 @@ def memexp_here(capfd, *args: str, cwd: Path | None = None) -> subprocess.Comple
 
 
 def memexp_printed(argv) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `python -m memexp <argv>` run in this process, what Python
-    code prints only (no fixture needed): for the commands that stop before a job runs (`--cfg`,
-    `--help`, a wrong value)."""
+    """(exit code, stdout, stderr) of `python -m memexp <argv>` run in this process, as far as Python
+    code prints it (no fixture needed; `memexp_here` also catches what C code and subprocesses
+    write): `--cfg`, `--help`, a wrong value, what a command says."""
     from memexp.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
-    with process_state_kept(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        returncode = main(list(map(str, argv)))
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), process_state_kept():
+        try:
+            returncode = main(list(map(str, argv)))
+        except SystemExit as e:  # argparse's --help and usage errors (report) leave as a process would
+            returncode = 0 if e.code is None else e.code
     return returncode, out.getvalue(), err.getvalue()
 
 
