@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from memexp.backbones.base import Tokenizer
+from memexp.backbones.meta_device import on_meta_device
 
 LOCAL_HINT = "give a local checkpoint directory with backbone.pretrained=/path/to/dir"
 TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
@@ -267,7 +268,7 @@ def place_model(model: nn.Module, device: torch.device, dtype: torch.dtype, empt
     as the upstream layers keep them. `empty` allocates uninitialised storage for a model built
     on the meta device (the checkpoint fills it next); otherwise the weights are moved.
     Parameters the model shared before the move (tied embeddings) are shared again after it,
-    because `to_empty` re-creates each module's parameters separately.
+    because the move re-creates each module's parameters separately.
     """
     first_name: dict[int, str] = {}
     aliases = []
@@ -285,7 +286,9 @@ def place_model(model: nn.Module, device: torch.device, dtype: torch.dtype, empt
         if name in kept:
             p.data = kept[name].float()
     if empty:
-        model.to_empty(device=device)
+        # Module.to_empty, with torch.empty in place of empty_like: empty_like on a meta tensor
+        # imports sympy (0.3 CPU-s in every process that loads a checkpoint)
+        model._apply(lambda t: torch.empty(t.shape, dtype=t.dtype, device=device))
     else:
         model.to(device=device)
     for alias, source in aliases:
@@ -299,7 +302,7 @@ def new_model(model_class: Callable[..., nn.Module], conf, device: torch.device,
     `init_weights(seed)`; without, built on the meta device and left uninitialised, because a
     checkpoint overwrites every tensor next and random init of a large model costs minutes."""
     if seed is None:
-        with torch.device("meta"):
+        with on_meta_device():
             model = model_class(conf)
         place_model(model, device, dtype, empty=True, keep_fp32=keep_fp32)
     else:

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from memexp.backbones.meta_device import on_meta_device
 from memexp.core.registry import ARCHS, load_object
 from memexp.core.schema import BackboneConfig, ConfigError
 
@@ -58,7 +59,7 @@ def projection_flops(model_class: Callable[[Any], nn.Module], conf: Any) -> tupl
     LM head) per token, counted on the model built from `conf` on the meta device (no memory,
     no weights). Biases, norms, activations and the embedding lookup are not counted (App. C.6).
     The model must name its LM head `lm_head`."""
-    with torch.device("meta"):
+    with on_meta_device():
         model = model_class(conf)
     head = model.lm_head
     body = sum(2 * m.in_features * m.out_features for m in model.modules()
