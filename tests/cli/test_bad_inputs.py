@@ -280,7 +280,8 @@ def _python_start() -> float:
 
 def _interrupted(tmp_path, wait):
     out = tmp_path / "runs"
-    args = [*TINY, "bench.num_samples=40", f"output_dir={out}"]
+    # 200 examples: the run is still going at the last instant (it is interrupted, so they cost nothing)
+    args = [*TINY, "bench.num_samples=200", f"output_dir={out}"]
     proc = subprocess.Popen(command("run", *args), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     before = wait(proc)
