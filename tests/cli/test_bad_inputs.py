@@ -308,7 +308,6 @@ def test_ctrl_c_as_the_run_folder_opens(tmp_path):
     assert lines[0].startswith("memexp: interrupted with 0 questions recorded in ") and "resume with:" in lines[0]
 
 
-
 def test_ctrl_c_inside_an_exec_still_exits_130(tmp_path):
     """`python -m memexp`'s exit code after an interrupt memexp handled, when the interrupt landed
     inside code exec() ran from a string (CPython then remembers it as unhandled and `-m` ends by
@@ -325,6 +324,7 @@ def test_ctrl_c_inside_an_exec_still_exits_130(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "interrupted_in_exec", "run"], cwd=tmp_path, env=ENV,
                           capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stderr) == (130, "memexp: interrupted before any question was recorded\n")
+
 
 def test_max_examples_is_not_complete(tmp_path, capfd):
     out = tmp_path / "runs"

@@ -75,7 +75,6 @@ def test_two_processes_started_together_one_runs_the_other_stops(tmp_path):
     assert len(recs) == 100 and len(set(keys(recs))) == 100  # no duplicate record
 
 
-
 def test_a_process_that_finds_the_lock_before_its_holder_wrote_it_still_names_the_holder(tmp_path):
     """Two processes started together: the loser can try the lock in the microseconds between the
     winner's flock and its write of who it is (CI, 2026-12-05: "in use by another process")."""
@@ -95,6 +94,7 @@ def test_a_process_that_finds_the_lock_before_its_holder_wrote_it_still_names_th
     finally:
         writer.join()
         os.close(fd)
+
 
 def test_wait_for_lock_waits_then_resumes(tmp_path, capfd):
     out = tmp_path / "runs"
