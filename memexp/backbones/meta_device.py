@@ -25,10 +25,15 @@ _FILLS = frozenset({
 
 
 class _SkipFills(TorchFunctionMode):
+    """Initialisers on meta tensors return the tensor untouched; a tensor a constructor put on a
+    real device on purpose is still filled."""
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in _FILLS:
-            return args[0] if args else kwargs["tensor"]
+            tensor = args[0] if args else kwargs["tensor"]
+            if tensor.is_meta:
+                return tensor
         return func(*args, **kwargs)
 
 

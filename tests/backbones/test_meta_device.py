@@ -27,6 +27,9 @@ def test_the_meta_build_has_the_normal_builds_parameters_and_leaves_init_working
     normal = Small()
     assert {n: (p.shape, p.dtype, p.device.type) for n, p in meta.named_parameters()} == \
            {n: (p.shape, p.dtype, "meta") for n, p in normal.named_parameters()}
+    with on_meta_device():
+        on_cpu = torch.empty(4, device="cpu").fill_(3.0)  # placed on a real device on purpose
+    assert on_cpu.eq(3.0).all()
     # outside the context, initialisers fill again
     assert normal.embed.weight.std() > 0.5 and normal.norm.weight.eq(1).all()
     assert normal.gate.min() >= 0 and normal.gate.max() <= torch.tensor(16.0).log()
