@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Sequence, TypeVar
 
 from memexp.backbones.base import Backbone, State
 from memexp.core.types import Question
@@ -47,6 +47,15 @@ class Method(ABC, Generic[P]):
     @abstractmethod
     def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[P]:
         """Read the context once (ids include BOS when the tokenizer has one)."""
+
+    @classmethod
+    def read_shared(cls, backbone: Backbone, context_ids: list[int], methods: Sequence[Method[P]]) -> list[Memory[P]]:
+        """Read the context for several methods of this class whose configurations differ only in
+        fields the class registers as `writer_fields` (memexp.methods.read_identity): each memory
+        must equal what that method's own `read` returns, whatever it shares. A class with
+        writer fields overrides this to feed every writer from one backbone pass; this default
+        reads once per method. The memories may share one state object: `answer` never mutates it."""
+        return [method.read(backbone, context_ids) for method in methods]
 
     @abstractmethod
     def answer(

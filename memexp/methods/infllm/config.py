@@ -60,6 +60,7 @@ class InfLLMConfig(MethodConfig):
 
 
 # InfLLM replaces the softmax attention layers of a backbone (arch llama: all of them; arch qwen35:
-# its full-attention layers); config.validate refuses a backbone without them before it loads.
+# its full-attention layers); config.validate refuses a backbone without them before it loads. Every
+# field is read-side (memexp.methods.read_identity): the context's blocks are retrieved while it is read.
 METHODS.register(InfLLMConfig.name, "memexp.methods.infllm.method:InfLLM", schema=InfLLMConfig,
                  requires=("layer_replacement", "softmax_attention"))

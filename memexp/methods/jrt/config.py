@@ -24,4 +24,6 @@ class JRTConfig(MethodConfig):
         check_rescale(self.rescale)
 
 
-METHODS.register(JRTConfig.name, "memexp.methods.jrt.method:JRT", schema=JRTConfig)
+# Read identity (memexp.methods.read_identity): the separator and the rescale act after the first reading.
+METHODS.register(JRTConfig.name, "memexp.methods.jrt.method:JRT", schema=JRTConfig,
+                 answer_fields=("separator", "rescale"))

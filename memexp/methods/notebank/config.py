@@ -109,7 +109,17 @@ def check_backbone_layers(nb: NoteBankConfig, backbone_cfg) -> None:
         check_layers_present(nb.layers, shapes_for(backbone_cfg).channel_layers, f"backbone={backbone_cfg.name}")
 
 
+# Read identity (memexp.methods.read_identity): R, the router and everything after the context
+# only answer; W, B, the window, the tail, the addresses and the layers written only change what
+# each chunk's features are reduced to, so several writers share one pass (NoteBank.read_shared).
+# C cuts the pass into forward calls and stays read-side, as does every field not named here.
+ANSWER_FIELDS = ("replay_budget", "router", "router_seed", "router_model", "rescale", "note_separator",
+                 "replay_suffix", "adapter")
+WRITER_FIELDS = ("write_budget", "span_budget", "window", "tail", "address_dim", "address_seed", "layers",
+                 "write_tail")
+
 # NoteBank writes and addresses notes in the backbone's recurrent channels (config.validate checks it).
 METHODS.register(NoteBankConfig.name, "memexp.methods.notebank.method:NoteBank", schema=NoteBankConfig,
                  requires=("recurrent_channels",), costs="memexp.methods.notebank.costs:NoteBankCosts",
-                 backbone_check="memexp.methods.notebank.config:check_backbone_layers")
+                 backbone_check="memexp.methods.notebank.config:check_backbone_layers",
+                 answer_fields=ANSWER_FIELDS, writer_fields=WRITER_FIELDS, backbone_fields=("adapter",))

@@ -14,8 +14,9 @@ the selected notes are NoteBank-TF's.
 from __future__ import annotations
 
 import weakref
+from typing import Sequence
 
-from memexp.backbones.base import Backbone, Stopwatch, Tokenizer
+from memexp.backbones.base import Backbone, State, Stopwatch, Tokenizer
 from memexp.core.types import Question
 from memexp.methods.base import Answer, Memory, Method
 from memexp.methods.notebank.addresses import AddressCompactor, ChannelLayout, indexed_channels
@@ -25,7 +26,7 @@ from memexp.methods.notebank.features import QuestionQueries
 from memexp.methods.notebank.readout import read_out, replay_sequence
 from memexp.methods.notebank.router import RouteRequest, Selection, build_router
 from memexp.methods.notebank.sentences import sentence_end_table
-from memexp.methods.notebank.writer import read_and_write
+from memexp.methods.notebank.writer import WriterSpec, read_and_write
 from memexp.methods.read_adapter import AdapterSlot
 
 
@@ -54,12 +55,23 @@ class NoteBank(Method[Archive]):
         return self._addressing[backbone]
 
     def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[Archive]:
+        return self.read_shared(backbone, context_ids, [self])[0]
+
+    @classmethod
+    def read_shared(cls, backbone: Backbone, context_ids: list[int], methods: Sequence[NoteBank]) -> list[Memory[Archive]]:
+        """One prefill pass writes every method's archive (their configs differ at most in
+        NoteBank's writer and answer fields, config.py); each memory is what its method's own read
+        gives, sharing one state and the pass's wall time."""
         watch = Stopwatch()
-        layout, compactor = self.addressing(backbone)
+        writers = [WriterSpec(m.cfg, *m.addressing(backbone)) for m in methods]
         state = backbone.init_state()
         with watch.stage("prefill_write"):
-            archive = read_and_write(backbone, state, context_ids, self.cfg, layout, compactor,
-                                     sentence_end_table(backbone.tokenizer))
+            archives = read_and_write(backbone, state, context_ids, writers, sentence_end_table(backbone.tokenizer))
+        return [method._memory(state, context_ids, archive, writer.compactor, dict(watch.seconds))
+                for method, archive, writer in zip(methods, archives, writers)]
+
+    def _memory(self, state: State, context_ids: list[int], archive: Archive, compactor: AddressCompactor,
+                seconds: dict[str, float]) -> Memory[Archive]:
         stats = {
             "notes": len(archive),
             "archived_tokens": archive.token_ids.numel(),
@@ -70,7 +82,7 @@ class NoteBank(Method[Archive]):
             # question could have been routed to, for the question view of `memexp browse`
             "written": archive.spans.tolist(),
         }
-        return Memory(state=state, context_len=len(context_ids), seconds=watch.seconds, stats=stats, extra=archive)
+        return Memory(state=state, context_len=len(context_ids), seconds=seconds, stats=stats, extra=archive)
 
     def answer(self, backbone: Backbone, memory: Memory[Archive], question_ids: list[int], question: Question,
                stop: list[int] | None = None) -> Answer:

@@ -12,6 +12,9 @@ shorter chunk (its distinctiveness measured against its own mean key).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
+
 import torch
 
 from memexp.backbones.base import Backbone, State, as_ids
@@ -66,26 +69,51 @@ def representatives(scores: torch.Tensor) -> torch.Tensor:
     return scores.argmax(dim=0)
 
 
-def read_and_write(backbone: Backbone, state: State, context_ids, cfg: NoteBankConfig, layout: ChannelLayout,
-                   compactor: AddressCompactor, sentence_ends: SentenceEndTable) -> Archive:
-    """Advance `state` over the whole context and return the archive written on the way."""
+@dataclass
+class WriterSpec:
+    """One writer's settings: its config and the addressing its channels use."""
+
+    cfg: NoteBankConfig
+    layout: ChannelLayout
+    compactor: AddressCompactor
+
+
+def read_and_write(backbone: Backbone, state: State, context_ids, writers: Sequence[WriterSpec],
+                   sentence_ends: SentenceEndTable) -> list[Archive]:
+    """Advance `state` over the whole context and return each writer's archive, written on the way.
+
+    One pass serves every writer: they share the chunk size (it cuts the backbone's forward
+    calls), and each reduces the keys and queries the pass exposes with its own layout,
+    compactor and budgets (memexp.methods.read_identity: NoteBank's writer fields), so each
+    archive is the one its writer builds alone."""
     ids = as_ids(context_ids)
-    writer = NoteWriter(cfg, ids, sentence_ends, layout.size, compactor.dim, backbone.device)
-    size = cfg.chunk_size
+    size = writers[0].cfg.chunk_size
+    if any(w.cfg.chunk_size != size for w in writers):
+        raise ValueError("writers that share a pass share method.chunk_size")
+    notes = [NoteWriter(w.cfg, ids, sentence_ends, w.layout.size, w.compactor.dim, backbone.device) for w in writers]
     full_chunks = len(ids) // size
     for chunk in range(full_chunks):
-        features = ChunkFeatures(layout, compactor, size, backbone.device)
-        backbone.forward(state, ids[chunk * size : (chunk + 1) * size].to(backbone.device), features)
-        if not features.complete():
-            raise RuntimeError(f"backbone {backbone.name!r} did not report keys and queries for every channel")
-        writer.add_chunk(chunk, features.scores, features.queries)
+        _write_chunk(backbone, state, ids[chunk * size : (chunk + 1) * size], chunk, writers, notes)
     rest = len(ids) - full_chunks * size
-    if rest and cfg.write_tail:
-        features = ChunkFeatures(layout, compactor, rest, backbone.device)
-        backbone.forward(state, ids[full_chunks * size :].to(backbone.device), features)
-        if not features.complete():
+    if rest:
+        tail = [i for i, w in enumerate(writers) if w.cfg.write_tail]
+        _write_chunk(backbone, state, ids[full_chunks * size :], full_chunks, [writers[i] for i in tail],
+                     [notes[i] for i in tail])
+    return [writer.archive() for writer in notes]
+
+
+def _write_chunk(backbone: Backbone, state: State, ids: torch.Tensor, chunk: int, writers: Sequence[WriterSpec],
+                 notes: Sequence[NoteWriter]) -> None:
+    """One forward call over `ids` (chunk number `chunk`) whose features feed each of `writers`
+    (none: the pass only advances the state)."""
+    features = [ChunkFeatures(w.layout, w.compactor, len(ids), backbone.device) for w in writers]
+
+    def observe(layer: int, start: int, keys: torch.Tensor, queries: torch.Tensor) -> None:
+        for f in features:
+            f(layer, start, keys, queries)
+
+    backbone.forward(state, ids.to(backbone.device), observe if features else None)
+    for f, writer in zip(features, notes):
+        if not f.complete():
             raise RuntimeError(f"backbone {backbone.name!r} did not report keys and queries for every channel")
-        writer.add_chunk(full_chunks, features.scores, features.queries)
-    elif rest:
-        backbone.forward(state, ids[full_chunks * size :].to(backbone.device))
-    return writer.archive()
+        writer.add_chunk(chunk, f.scores, f.queries)

@@ -43,7 +43,12 @@ class CleanStartConfig(PlainConfig):
 
 
 # adds_flops=False: the paper's Plain reading, so the cost model counts no added FLOPs (memexp.costs.report)
-METHODS.register(PlainConfig.name, "memexp.methods.plain.method:Plain", schema=PlainConfig, adds_flops=False)
+# Read identity (memexp.methods.read_identity): the rescale and the adapter act after the context, so
+# Plain, its clean start and Plain + LoRA read a context alike (the adapter changes the loaded backbone).
+PLAIN_READ = {"answer_fields": ("rescale", "adapter"), "backbone_fields": ("adapter",)}
+METHODS.register(PlainConfig.name, "memexp.methods.plain.method:Plain", schema=PlainConfig, adds_flops=False,
+                 **PLAIN_READ)
 # The clean start is Plain under another default, so it runs Plain's code; its own name keeps its
 # run folders and records apart from Plain's.
-METHODS.register(CleanStartConfig.name, "memexp.methods.plain.method:Plain", schema=CleanStartConfig, adds_flops=False)
+METHODS.register(CleanStartConfig.name, "memexp.methods.plain.method:Plain", schema=CleanStartConfig, adds_flops=False,
+                 **PLAIN_READ)

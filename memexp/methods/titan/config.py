@@ -66,7 +66,8 @@ def check_memory_folder(path: Optional[str]) -> None:
 
 
 # Titan replaces the decoder layers of a Llama-style attention backbone (arch llama declares
-# llama_layers; config.validate refuses any other backbone before it loads).
+# llama_layers; config.validate refuses any other backbone before it loads). Every field is read-side
+# (memexp.methods.read_identity): the memory is written at test time while the context is read.
 METHODS.register(TitanConfig.name, "memexp.methods.titan.method:Titan", schema=TitanConfig,
                  requires=("layer_replacement", "llama_layers"), costs="memexp.methods.titan.costs:TitanCosts")
 
