@@ -287,9 +287,16 @@ class RunConfig:
     wait_for_lock: bool = False  # another process holds the run folder: wait for it instead of stopping
     records_repair: bool = False  # move corrupt lines of records.jsonl to records.bad.jsonl and go on
     strict_data: bool = False  # a data row a loader would skip stops the run instead
+    # a sweep's jobs that differ only in how a read context is answered or written (R, B, W, the
+    # router, ...) read each context once in one process (memexp.run.groups); false: every job alone
+    share_reads: bool = True
+    # the most memories (archives beside the shared state) one group of a sweep holds at once; a
+    # larger group is refused before any model loads
+    share_reads_max_memories: int = 16
 
     def __post_init__(self) -> None:
         _choice("kernels", self.kernels, ("auto", "triton", "torch"))
+        _at_least("share_reads_max_memories", self.share_reads_max_memories, 1)
         _nonempty_folder("output_dir", self.output_dir)
         if self.threads is not None:
             _at_least("threads", self.threads, 1)
@@ -423,11 +430,15 @@ def validate(cfg: DictConfig) -> RunConfig:
         raise ConfigError(f"output_dir={rest['output_dir']!r}: reads as a number, not a folder name; quote it, "
                           f"e.g. output_dir='1e3'")
     for key, kind in (("kernels", str), ("output_dir", str), ("progress", bool), ("metric", str),
-                      ("wait_for_lock", bool), ("records_repair", bool), ("strict_data", bool)):
+                      ("wait_for_lock", bool), ("records_repair", bool), ("strict_data", bool),
+                      ("share_reads", bool)):
         if key in rest and not isinstance(rest[key], kind):
             raise ConfigError(f"{key}={rest[key]!r}: expected {kind.__name__}")
     if isinstance(rest.get("output_dir"), str):
         rest["output_dir"] = expand_path("output_dir", rest["output_dir"])
+    if "share_reads_max_memories" in rest and (not isinstance(rest["share_reads_max_memories"], int)
+                                                or isinstance(rest["share_reads_max_memories"], bool)):
+        raise ConfigError(f"share_reads_max_memories={rest['share_reads_max_memories']!r}: expected an integer")
     for key in ("threads", "max_examples"):
         if key in rest and rest[key] is not None and (not isinstance(rest[key], int) or isinstance(rest[key], bool)):
             raise ConfigError(f"{key}={rest[key]!r}: expected an integer or null")

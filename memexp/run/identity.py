@@ -38,7 +38,7 @@ IDENTITY_VERSION = 1  # bump when the key's recipe changes (every folder name ch
 
 # Fields that change how a run is watched, scheduled or where it writes, not what it computes.
 NOT_IN_KEY = ("logger", "progress", "threads", "output_dir", "max_examples", "kernels", "wait_for_lock",
-              "records_repair", "strict_data", "paths", "metric")
+              "records_repair", "strict_data", "paths", "metric", "share_reads", "share_reads_max_memories")
 # Locations of copies (a download cache, generated examples keyed by their own inputs): what they
 # hold is named by the fields beside them (url, hub id) and by the benchmark's version.
 LOCATION_FIELDS = ("cache_dir",)

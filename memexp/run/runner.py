@@ -10,8 +10,10 @@ from __future__ import annotations
 import itertools
 import sys
 import time
-from dataclasses import asdict
-from typing import Iterator
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from types import SimpleNamespace
+from typing import Any, Iterator
 
 import torch
 from tqdm import tqdm
@@ -24,9 +26,10 @@ from memexp.core import interrupts
 from memexp.core.errors import RunInterrupted
 from memexp.core.schema import RunConfig
 from memexp.core.types import Example, Question, Record
-from memexp.methods.base import Answer, Memory
+from memexp.methods.base import Answer, Memory, Method
 from memexp.run import shards
 from memexp.run.excerpts import context_excerpts
+from memexp.run.groups import describe_group, read_key
 from memexp.run.identity import run_key, write_provenance
 from memexp.run.lock import RunLock
 from memexp.run.records import RecordsCorruptError, RunFolder, folder_path, format_table, summarize
@@ -39,30 +42,50 @@ def run(cfg: RunConfig, sweep_group: str | None = None, labels: list[str] | None
 
     The folder is named by the run's identity (memexp.run.identity) and held by one process at a
     time (memexp.run.lock); Ctrl-C ends in RunInterrupted, which says what was recorded."""
+    return run_group([cfg], sweep_group, [labels])[0]
+
+
+def run_group(cfgs: list[RunConfig], sweep_group: str | None = None,
+              labels: list[list[str] | None] | None = None) -> list[dict]:
+    """Run (or resume) configurations of one shared-read group (memexp.run.groups) in this process:
+    one backbone, one benchmark, each context read once for every job that still needs it, each
+    job answered and recorded in its own run folder exactly as `run` alone would. Returns each
+    job's summary, in order."""
     from memexp.kernels.dispatch import set_kernels
     from memexp.run.checks import check_run
 
-    check_run(cfg)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    set_kernels(cfg.kernels)
-    key, ident = run_key(cfg, fetch=True)
-    folder = RunFolder(folder_path(cfg, key))
-    check_not_locked(folder.path, cfg.wait_for_lock)  # before loading a model only to find the folder taken
+    labels = labels or [None] * len(cfgs)
+    for cfg in cfgs:
+        check_run(cfg)
+    first = cfgs[0]
+    if first.threads:
+        torch.set_num_threads(first.threads)
+    set_kernels(first.kernels)
+    keyed = [run_key(cfg, fetch=True) for cfg in cfgs]
+    folders = [RunFolder(folder_path(cfg, key)) for cfg, (key, _) in zip(cfgs, keyed)]
+    for cfg, folder in zip(cfgs, folders):
+        check_not_locked(folder.path, cfg.wait_for_lock)  # before loading a model only to find a folder taken
     # whatever can still refuse the run (a checkpoint that does not load, a method that does not fit
     # the backbone) refuses it before its folder exists: a failed start leaves no empty run folder
-    backbone, method, bench = _build(cfg)
+    backbone, methods, bench = _build(cfgs)
     # from here Ctrl-C stops the run cleanly (partial summary, how to resume), whatever it interrupts
     with interrupts.raising():
         try:
-            folder.path.mkdir(parents=True, exist_ok=True)
-            with RunLock(folder.path, wait=cfg.wait_for_lock), collecting(cfg.strict_data) as skipped:
-                folder.prepare(asdict(cfg))
-                write_provenance(folder.path, ident)
-                return _run_in(folder, cfg, (backbone, method, bench), sweep_group, labels, skipped)
+            with ExitStack() as held:
+                for cfg, folder in zip(cfgs, folders):
+                    folder.path.mkdir(parents=True, exist_ok=True)
+                    held.enter_context(RunLock(folder.path, wait=cfg.wait_for_lock))
+                skipped = held.enter_context(collecting(first.strict_data))
+                for cfg, folder, (_, ident) in zip(cfgs, folders, keyed):
+                    folder.prepare(asdict(cfg))
+                    write_provenance(folder.path, ident)
+                jobs = [Job(cfg, folder, method, label) for cfg, folder, method, label in
+                        zip(cfgs, folders, methods, labels)]
+                return _run_in(jobs, backbone, bench, sweep_group, skipped)
         except BaseException as e:
             if not (isinstance(e, KeyboardInterrupt) or interrupts.requested()):
                 raise
+            folder = folders[0]
             recorded = folder.records_path.read_bytes().count(b"\n") if folder.records_path.exists() else 0
             raise RunInterrupted(folder.path, recorded) from None
 
@@ -74,26 +97,47 @@ def check_not_locked(path, wait: bool) -> None:
             pass
 
 
-def _build(cfg: RunConfig) -> tuple:
-    """The run's backbone (loaded), method (prepared on it) and benchmark."""
+def _build(cfgs: list[RunConfig]) -> tuple:
+    """The group's backbone (loaded once), each job's method (prepared on it) and the benchmark."""
     from memexp.backbones import load_backbone
     from memexp.methods import build_method
 
-    backbone = load_backbone(cfg.backbone)
-    method = build_method(cfg.method)
-    method.prepare(backbone)
-    bench = build_benchmark(cfg.bench)
-    bench.size_with(InputFeed(backbone, cfg.backbone.chat))
-    return backbone, method, bench
+    first = cfgs[0]
+    backbone = load_backbone(first.backbone)
+    methods = [build_method(cfg.method) for cfg in cfgs]
+    for method in methods:
+        method.prepare(backbone)
+    bench = build_benchmark(first.bench)
+    bench.size_with(InputFeed(backbone, first.backbone.chat))
+    return backbone, methods, bench
 
 
-def _run_in(folder: RunFolder, cfg: RunConfig, parts: tuple, sweep_group: str | None, labels: list[str] | None,
-            skipped: SkippedRows) -> dict:
-    """The run itself, in its prepared and locked folder, with `_build`'s parts."""
-    backbone, method, bench = parts
-    done = folder.records(repair=cfg.records_repair)
-    done_keys = {r.key for r in done}
-    print(f"[memexp] run folder: {folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
+@dataclass
+class Job:
+    """One configuration of a run group, with its folder, method and what it recorded so far."""
+
+    cfg: RunConfig
+    folder: RunFolder
+    method: Method
+    labels: list[str] | None = None
+    done_keys: set = field(default_factory=set)
+    records: list[Record] = field(default_factory=list)
+    costs: Any = None
+    sink: Any = None
+
+    def needs(self, ex: Example) -> bool:
+        return not all((ex.id, q.id) in self.done_keys for q in ex.questions)
+
+
+def _run_in(jobs: list[Job], backbone, bench: Benchmark, sweep_group: str | None, skipped: SkippedRows) -> list[dict]:
+    """The run itself, every job's folder prepared and locked."""
+    cfg = jobs[0].cfg  # the fields below agree across a group (memexp.run.groups.group_key)
+    for job in jobs:
+        done = job.folder.records(repair=job.cfg.records_repair)
+        job.done_keys, job.records = {r.key for r in done}, list(done)
+        print(f"[memexp] run folder: {job.folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
+    if len(jobs) > 1:
+        print(f"[memexp] {describe_group([j.cfg for j in jobs], None)}", file=sys.stderr)
 
     examples = bench.examples(backbone.tokenizer)
     total = bench.num_examples()
@@ -103,48 +147,55 @@ def _run_in(folder: RunFolder, cfg: RunConfig, parts: tuple, sweep_group: str | 
     shard = cfg.bench.shard
     examples, total = shards.select(examples, total, shard)
     expected = total  # every example of the configured benchmark (shard): what `complete` asks for
-    folder.write_text("expected_examples.txt", f"{expected}\n")  # for `memexp status` while the run goes on
+    for job in jobs:
+        job.folder.write_text("expected_examples.txt", f"{expected}\n")  # for `memexp status` while the run goes on
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
-    costs = record_costs_fn(cfg, backbone)
-
-    sink = make_sink(cfg.logger, folder.path, asdict(cfg), group=sweep_group, run_id=folder.read_text("wandb_id.txt"),
-                     labels=labels, expected_examples=expected)
-    if getattr(sink, "run_id", None):
-        folder.write_text("wandb_id.txt", sink.run_id)
-    records = list(done)
+    recorded_before = {id(job): len(job.records) for job in jobs}
+    for job in jobs:
+        job.costs = record_costs_fn(job.cfg, backbone)
+        job.sink = make_sink(job.cfg.logger, job.folder.path, asdict(job.cfg), group=sweep_group,
+                             run_id=job.folder.read_text("wandb_id.txt"), labels=job.labels,
+                             expected_examples=expected, concurrent=len(jobs) > 1)
+        if getattr(job.sink, "run_id", None):
+            job.folder.write_text("wandb_id.txt", job.sink.run_id)
     seen = {"examples": 0, "questions": 0, "expected": expected, "skipped": skipped, "shard": shard}
     try:
         bar = tqdm(total=total, unit="ex", disable=not cfg.progress, dynamic_ncols=True, file=sys.stderr)
         for ex in examples:
             seen["examples"] += 1
             seen["questions"] += len(ex.questions)
-            if all((ex.id, q.id) in done_keys for q in ex.questions):
-                bar.update(1)
-                continue
-            for rec in run_example(ex, backbone, method, bench, done_keys, costs, cfg.backbone.chat):
-                folder.append(rec)
-                records.append(rec)
-                sink.log_record(rec)
+            pending = [job for job in jobs if job.needs(ex)]
+            for job, rec in answer_jobs(ex, backbone, bench, pending, cfg.backbone.chat):
+                job.folder.append(rec)
+                job.records.append(rec)
+                job.sink.log_record(rec)
             bar.update(1)
-            if records:
-                bar.set_postfix(score=f"{sum(r.score for r in records) / len(records):.1f}")
+            scored = [r.score for job in jobs for r in job.records]
+            if scored:
+                bar.set_postfix(score=f"{sum(scored) / len(scored):.1f}")
         bar.close()
-        summary = _summary(records, bench, seen)
-        # a smoke run over a finished folder that recorded nothing new keeps the whole run's summary
-        kept = _complete_summary(folder, len(done)) if cfg.max_examples is not None and len(records) == len(done) \
-            else None
-        if kept is not None:
-            summary = kept
-        else:
-            folder.write_summary(summary)
-        sink.finish(summary)
+        summaries = []
+        for job in jobs:
+            summary = _summary(job.records, bench, seen)
+            # a smoke run over a finished folder that recorded nothing new keeps the whole run's summary
+            kept = _complete_summary(job.folder, recorded_before[id(job)]) \
+                if cfg.max_examples is not None and len(job.records) == recorded_before[id(job)] else None
+            if kept is not None:
+                summary = kept
+            else:
+                job.folder.write_summary(summary)
+            job.sink.finish(summary)
+            summaries.append(summary)
     except BaseException:
-        _summary_on_failure(folder, records, bench, seen, sink)
+        for job in jobs:
+            if job.sink is not None:
+                _summary_on_failure(job.folder, job.records, bench, seen, job.sink)
         raise
-    title = f"{cfg.bench.name} | {cfg.backbone.name} | {cfg.method.name}  ->  {folder.path}"
-    print(format_table(summary, title))
-    return summary
+    for job, summary in zip(jobs, summaries):
+        title = f"{job.cfg.bench.name} | {job.cfg.backbone.name} | {job.cfg.method.name}  ->  {job.folder.path}"
+        print(format_table(summary, title))
+    return summaries
 
 
 def _complete_summary(folder: RunFolder, recorded: int) -> dict | None:
@@ -199,27 +250,54 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
                 costs=None, chat: bool = False) -> Iterator[Record]:
     """Read the example's context once, answer each question not in `done_keys` from the
     retained memory, and yield one scored record per question."""
+    job = SimpleNamespace(method=method, done_keys=done_keys, costs=costs)
+    for _, rec in answer_jobs(ex, backbone, bench, [job], chat):
+        yield rec
+
+
+def answer_jobs(ex: Example, backbone, bench: Benchmark, jobs: list, chat: bool = False) -> Iterator[tuple]:
+    """Read the example's context once for `jobs` (each with `.method`, `.done_keys`, `.costs`; in
+    one group, memexp.run.groups) and yield (job, record) for each question a job has not recorded.
+
+    Jobs whose reads are equal (memexp.methods.read_identity) answer from one memory; the others of
+    a pass take theirs from one `Method.read_shared`. Each job's record is the one its own run
+    would write: its `seconds.read` is the pass's wall time and `seconds.read_shared_by` (when more than
+    one) how many jobs that time served."""
     tok = backbone.tokenizer
     stop_ids = set(tok.stop_ids)
     feed = InputFeed(backbone, _chat_applies(ex, chat))
     context_ids = feed.context_ids(ex.context, ex.system, ex.bos)
+    readers: dict[str, Any] = {}  # read key -> the first job's method with that read
+    for job in jobs:
+        readers.setdefault(_read_key(job), job.method)
     t0 = time.perf_counter()
-    memory = method.read(backbone, context_ids)
+    methods = list(readers.values())
+    memories = dict(zip(readers, type(methods[0]).read_shared(backbone, context_ids, methods))) if methods else {}
     read_seconds = time.perf_counter() - t0
-    for q in ex.questions:
-        if (ex.id, q.id) in done_keys:
-            continue
-        q_ids = feed.question_ids(ex.context, q.user_prompt, q.answer_prefix, ex.system)
-        stop = answer_stop_ids(tok, q)
-        ans = method.answer(backbone, memory, q_ids, q, stop)
-        ended = stop_ids if stop is None else set(stop)
-        gen = ans.ids[:-1] if ans.ids and ans.ids[-1] in ended else ans.ids  # the id that ended it
-        prediction = bench.postprocess(tok.decode(gen), q)
-        score = float(bench.score(prediction, q))
-        rec = answer_record(ex, q, prediction, score, len(context_ids), read_seconds, memory, ans)
-        if costs is not None:
-            rec.costs = costs(rec.tokens, memory.stats)
-        yield rec
+    for job in jobs:
+        memory = memories[_read_key(job)]
+        for q in ex.questions:
+            if (ex.id, q.id) in job.done_keys:
+                continue
+            q_ids = feed.question_ids(ex.context, q.user_prompt, q.answer_prefix, ex.system)
+            stop = answer_stop_ids(tok, q)
+            ans = job.method.answer(backbone, memory, q_ids, q, stop)
+            ended = stop_ids if stop is None else set(stop)
+            gen = ans.ids[:-1] if ans.ids and ans.ids[-1] in ended else ans.ids  # the id that ended it
+            prediction = bench.postprocess(tok.decode(gen), q)
+            score = float(bench.score(prediction, q))
+            rec = answer_record(ex, q, prediction, score, len(context_ids), read_seconds, memory, ans)
+            if len(jobs) > 1:
+                rec.seconds["read_shared_by"] = len(jobs)
+            if job.costs is not None:
+                rec.costs = job.costs(rec.tokens, memory.stats)
+            yield job, rec
+
+
+def _read_key(job) -> str:
+    """Jobs of a group with equal keys read equal memories; a job outside a group reads its own."""
+    cfg = getattr(job, "cfg", None)
+    return read_key(cfg) if cfg is not None else str(id(job))
 
 
 def answer_record(ex: Example, q: Question, prediction: str, score: float, context_tokens: int,

@@ -140,8 +140,11 @@ class WandbSink:
 
     def __init__(self, cfg: LoggerConfig, run_dir: Path, config: dict, group: str | None = None,
                  run_id: str | None = None, labels: list[str] | None = None,
-                 expected_examples: int | None = None) -> None:
+                 expected_examples: int | None = None, concurrent: bool = False) -> None:
         self.run = None
+        # one W&B run per job even when several jobs of one process log at once (a shared-read
+        # group); alone, a run left open by an earlier job of this process is finished first
+        self.reinit = "create_new" if concurrent else "finish_previous"
         self.failed = False
         self.cfg, self.config, self.group, self.labels = cfg, config, group, labels or []
         self.folder = RunFolder(run_dir)
@@ -175,7 +178,7 @@ class WandbSink:
                     name=run_name(self.config, self.labels), tags=self.tags,
                     config={**self.config, "run_folder": str(self.folder.path)}, dir=str(self.folder.path),
                     mode=resolve_mode(self.cfg), job_type="eval", id=self.id, resume="allow",
-                    reinit="finish_previous", settings=self._wandb.Settings(init_timeout=30, silent=True),
+                    reinit=self.reinit, settings=self._wandb.Settings(init_timeout=30, silent=True),
                 )
                 self.run.define_metric("progress/questions")
                 self.run.define_metric("progress/*", step_metric="progress/questions")
@@ -328,7 +331,9 @@ def records_table(records: list[Record]) -> tuple[list[str], list[list[Any]]]:
 
 
 def make_sink(cfg: LoggerConfig, run_dir: Path, config: dict, group: str | None = None, run_id: str | None = None,
-              labels: list[str] | None = None, expected_examples: int | None = None):
+              labels: list[str] | None = None, expected_examples: int | None = None, concurrent: bool = False):
+    """`concurrent`: other sinks of this process log at the same time (the jobs of a shared-read
+    group), each to its own W&B run."""
     if cfg.name == "none":
         return NullSink()
-    return WandbSink(cfg, run_dir, config, group, run_id, labels, expected_examples)
+    return WandbSink(cfg, run_dir, config, group, run_id, labels, expected_examples, concurrent)
