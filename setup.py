@@ -4,9 +4,11 @@ memexp.kernels.<op>. kernels/ itself has no __init__.py, so that it never shadow
 `kernels`, which transformers imports, when the repository root is on sys.path. Everything else is
 in pyproject.toml."""
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, find_packages, setup
 
 packages = find_packages(include=["memexp", "memexp.*"])
+# Hydra loads sweepers only from its plugin namespace; memexp's (memexp.cli.sweeper) is named there
+packages += find_namespace_packages(include=["hydra_plugins.*"])
 kernel_dirs = find_packages(where="kernels")  # routing, distinctiveness, ... (kernels/ is not a package)
 package_dir = {f"memexp.kernels.{p}": "kernels/" + p.replace(".", "/") for p in kernel_dirs}
 package_dir["memexp.conf"] = "conf"

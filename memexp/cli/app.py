@@ -30,12 +30,18 @@ from memexp.core.compose import (
 from memexp.core.errors import command_line, exit_code
 from memexp.core.schema import (
     ConfigError,
-    RunConfig,
     validate,
 )
 
 
-def preflight(overrides: list[str], multirun: bool, files: bool = True, **where: str | None) -> list[RunConfig]:
+class CheckedJobs(list):
+    """The validated jobs of a command line; `grouped`: a sweep of Hydra's basic sweeper whose jobs
+    share reads, launched by memexp's sweeper instead (memexp.cli.sweeper)."""
+
+    grouped: bool = False
+
+
+def preflight(overrides: list[str], multirun: bool, files: bool = True, **where: str | None) -> CheckedJobs:
     """Compose and validate every job of the command line before anything loads; ConfigError names
     the first bad field. Jobs of a sweeper that picks values as it goes (Optuna) are checked with
     one value of each swept field here, and each trial again in the task function. `files=False`
@@ -51,7 +57,7 @@ def preflight(overrides: list[str], multirun: bool, files: bool = True, **where:
     return _preflight(overrides, multirun, check_run, **where)
 
 
-def _preflight(overrides: list[str], multirun: bool, check, **where: str | None) -> list[RunConfig]:
+def _preflight(overrides: list[str], multirun: bool, check, **where: str | None) -> CheckedJobs:
     import os
 
     from memexp.run.checks import check_launcher_environment
@@ -69,64 +75,82 @@ def _preflight(overrides: list[str], multirun: bool, check, **where: str | None)
         key, _, value = swept[0].input_line.lstrip("+~").partition("=")
         raise ConfigError(sweep_or_list_message(key, value))
     if not multirun:
-        cfgs = [validate(without_hydra(base))]
+        cfgs = CheckedJobs([validate(without_hydra(base))])
         check(cfgs[0])
         return cfgs
     sweeper = base.hydra.sweeper
     params = OmegaConf.to_container(sweeper.params) if sweeper.get("params") else {}
-    if str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
+    basic = str(sweeper.get("_target_", "")).endswith(("BasicSweeper", "SharedReadsSweeper"))
+    if basic:
         jobs = sweep_jobs(overrides, params)
     else:
         given = {o.get_key_element() for o in parsed}
         samples = swept + parse_overrides([f"{k}={v}" for k, v in params.items() if k not in given])
         jobs = [fixed + [f"{o.get_key_element()}={first_sweep_value(o)}" for o in samples]]
-    os.environ[SWEEP_JOBS_ENV] = str(len(jobs) if len(jobs) > 1 else sweeper.get("n_jobs") or 1)
-    cfgs = [load_config(job, **where) for job in jobs]
+    cfgs = CheckedJobs(load_config(job, **where) for job in jobs)
     for cfg in cfgs:
         check(cfg)
+    launched = len(jobs)
+    if basic:  # the jobs that share their reads run as one (memexp.cli.sweeper)
+        from memexp.run.groups import check_groups, plan_groups
+
+        groups = plan_groups(cfgs)
+        check_groups(cfgs, groups)
+        launched = len(groups)
+        cfgs.grouped = launched < len(jobs)
+    os.environ[SWEEP_JOBS_ENV] = str(launched if launched > 1 else sweeper.get("n_jobs") or 1)
     return cfgs
 
 
 def run_job(cfg: DictConfig) -> float:
     """Hydra's task function: one run, validated before anything loads; returns its metric (the
     overall score by default) for sweepers such as Optuna. A sweep's job folder points at the
-    run folder (memexp.run.jobs)."""
+    run folder (memexp.run.jobs). A job launched for a group of jobs that share their reads
+    (memexp.cli.sweeper) runs every job of the group and returns its own job's metric."""
     import math
     from dataclasses import replace
 
     from hydra.core.hydra_config import HydraConfig
 
+    from memexp.cli.sweeper import group_for_job, job_configs
     from memexp.cluster.job_failure import clear_failure, in_launcher_worker, record_failure
     from memexp.cluster.requeue import harden_requeue
     from memexp.core.errors import classify
     from memexp.core.paths import use_root
     from memexp.run.jobs import job_threads, link_run_folder, metric_value
     from memexp.run.records import run_folder
-    from memexp.run.runner import run
+    from memexp.run.runner import run_group
     from memexp.run.tracking import label_overrides
 
     hc = HydraConfig.get()
     multirun = hc.mode.name == "MULTIRUN"
     if in_launcher_worker():
         harden_requeue()
+    job_dir = Path(hc.runtime.output_dir)
+    group = group_for_job(Path(hc.sweep.dir), hc.job.num) if multirun else None
+    folders = [job_dir] + [job_dir.parent / str(job["num"]) for job in (group or [])[1:]]
     try:
-        rc = validate(cfg)
-        use_root(rc.paths.root)
-        rc = replace(rc, threads=job_threads(rc.threads, hc.launcher))
+        rcs = job_configs(group) if group else [validate(cfg)]
+        use_root(rcs[0].paths.root)
+        rcs = [replace(rc, threads=job_threads(rc.threads, hc.launcher)) for rc in rcs]
+        overrides = [job["overrides"] for job in group] if group else [list(hc.overrides.task)]
         if multirun:
-            link_run_folder(Path(hc.runtime.output_dir), run_folder(rc))
-            clear_failure(Path(hc.runtime.output_dir))
-        summary = run(rc, sweep_group=Path(hc.sweep.dir).name if multirun else None,
-                      labels=label_overrides(hc.overrides.task, _swept() if multirun else None))
-        return metric_value(summary, rc.metric)
+            for folder, rc in zip(folders, rcs):
+                link_run_folder(folder, run_folder(rc))
+                clear_failure(folder)
+        summaries = run_group(rcs, sweep_group=Path(hc.sweep.dir).name if multirun else None,
+                              labels=[label_overrides(o, _swept() if multirun else None) for o in overrides])
+        return metric_value(summaries[0], rcs[0].metric)
     except BaseException as e:  # one line for what the user can fix (memexp.core.errors); bugs re-raise
         code = exit_code(e, command_line("run", sys.argv[1:]))
         if multirun and code in (1, 2) and in_launcher_worker():  # the sweep names it when it ends
-            record_failure(Path(hc.runtime.output_dir), classify(e, "")[1])
+            for folder in folders:
+                record_failure(folder, classify(e, "")[1])
             return math.nan
         raise SystemExit(code) from None
 
 
+SHARED_READS_SWEEPER = "hydra/sweeper=shared_reads"  # conf/hydra/sweeper/shared_reads.yaml
 SWEPT_ENV = "MEMEXP_SWEPT_KEYS"  # the fields a sweep varies, handed to its jobs (W&B run names)
 
 
@@ -184,11 +208,14 @@ def hydra_run(argv: list[str]) -> int:
         # when a run starts)
         inspect = bool(args.cfg or args.info)
         try:
-            preflight(args.overrides, args.multirun, files=not inspect, config_name=args.config_name or "config",
-                      **where)
+            jobs = preflight(args.overrides, args.multirun, files=not inspect,
+                             config_name=args.config_name or "config", **where)
         except ConfigError as e:
             print(f"memexp: {e}", file=sys.stderr)
             return 2
+        if jobs.grouped and not inspect and SHARED_READS_SWEEPER not in args.overrides:
+            # Hydra's basic sweeper would launch each job alone: memexp's launches each group as one
+            argv, args.overrides = [*argv, SHARED_READS_SWEEPER], [*args.overrides, SHARED_READS_SWEEPER]
     if args.multirun:
         _remember_swept(args.overrides)
     if args.shell_completion and "COMP_LINE" in os.environ:
@@ -196,6 +223,7 @@ def hydra_run(argv: list[str]) -> int:
         os.environ["COMP_LINE"] = re.sub(r"^(\S*memexp)\s+run\b", r"\1", os.environ["COMP_LINE"])
 
     store_options()
+    _register_sweeper()
     _quiet_optuna(args.overrides)
     saved = sys.argv
     # the name shell completion installs for: the `memexp` console script (with `run` added back
@@ -229,6 +257,16 @@ def hydra_run(argv: list[str]) -> int:
         else:
             os.environ["HYDRA_FULL_ERROR"] = full_error
     return 0
+
+
+def _register_sweeper() -> None:
+    """memexp's sweeper (conf/hydra/sweeper/shared_reads.yaml) by hand: Hydra discovers plugins by
+    walking the hydra_plugins folders on sys.path, which an editable install does not put there."""
+    from hydra.core.plugins import Plugins
+
+    from hydra_plugins.memexp_shared_reads.sweeper import SharedReadsSweeper
+
+    Plugins.instance().register(SharedReadsSweeper)
 
 
 def _quiet_optuna(overrides: list[str]) -> None:
