@@ -20,6 +20,7 @@ BENCHMARKS = [
     ("backbones vs transformers (issue 8)", [PY, "scripts/bench/backbones.py", "--threads", "2"]),
     ("threads idle vs one busy neighbour (issue 19)", [PY, "scripts/bench/threads.py"]),
     ("induction init vs torch init, copying (issue 16)", [PY, "scripts/bench/induction_init.py", "--steps", "200"]),
+    ("shared reads: grouped sweep vs solo (issue 50)", [PY, "scripts/bench/sweep_sharing.py"]),
 ]
 
 

@@ -233,3 +233,28 @@ def test_a_refused_submission_is_one_line_and_writes_nothing(cluster, tmp_path):
                                   "nope; error: Batch job submission failed: Invalid partition name specified; "
                                   "check hydra.launcher.partition"]
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_a_grouped_sweep_is_one_array_task_per_group_and_records_what_its_jobs_record_alone(cluster, tmp_path):
+    """B x R on SLURM: the four jobs share their reads, so one job is submitted; every job's
+    records and summary equal those of the same jobs run alone (share_reads=false, one process)."""
+    grid = ["backbone=tiny_gdn_random", "method=notebank", "method.chunk_size=128", "bench=ruler",
+            "bench.tasks=[niah_single_1]", "bench.lengths=[640]", "bench.max_new_tokens=6", "bench.num_samples=3",
+            "progress=false", "method.replay_budget=1,2", "method.span_budget=16,32"]
+    root = tmp_path / "grouped"
+    out = run_memexp(cluster, root, *SLURM, *grid)
+    assert out.returncode == 0, out.stderr[-3000:]
+    sweep = the_sweep(root)
+    submitted = [p.name for p in (sweep / ".submitit").iterdir() if p.name[0].isdigit()]
+    assert len(submitted) == 1, submitted  # one SLURM job (an array of one task) runs the group
+    alone = run_memexp(cluster, tmp_path / "alone", "run", "-m", *grid, "share_reads=false")
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    status = run_memexp(cluster, root, "status", str(sweep))
+    assert status.returncode == 0 and len(status.stdout.splitlines()) == 4, status.stdout
+    for num in range(4):
+        run = job_run_folder(sweep, num)
+        (twin,) = (tmp_path / "alone").rglob(f"runs/**/{run.name}")
+        assert [{k: v for k, v in r.items() if k != "seconds"} for r in records(run)] == \
+               [{k: v for k, v in r.items() if k != "seconds"} for r in records(twin)]
+        assert json.loads((run / "summary.json").read_text()) == json.loads((twin / "summary.json").read_text())
+        assert " done " in status.stdout.splitlines()[num]

@@ -154,3 +154,19 @@ def test_two_grouped_sweeps_that_share_a_job_folder_respect_its_lock(tmp_path):
     for folder in folders.values():
         keys = [(r["example_id"], r["question_id"]) for r in stable(folder)]
         assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("preset,sizes", [
+    ("paper_budgets_gdn", [9]),  # B x R: one pass
+    ("paper_routers_ruler", [5, 5]),  # the routers of each backbone
+    ("paper_oracle_ruler", [2, 2]),
+    ("paper_memoryagentbench_mamba2_8b", [1, 2]),  # Plain and its clean start; NoteBank alone
+    ("paper_ruler_niah", [1] * 9),  # Plain, JRT and NoteBank read differently
+])
+def test_the_paper_presets_share_reads_where_their_points_can(preset, sizes):
+    from memexp.cli.app import preflight
+    from memexp.run.groups import plan_groups
+
+    jobs = preflight([f"experiment={preset}"], multirun=True, files=False)
+    assert sorted(len(g) for g in plan_groups(jobs)) == sorted(sizes)
+    assert jobs.grouped == (max(sizes) > 1)
