@@ -71,6 +71,11 @@ class Example:
     bos: bool = True
 
 
+# In Record.seconds of a job that shared its read with others (memexp.run.groups): how many jobs the
+# one read timed as "read" served. A count, not seconds: a latency figure divides by it.
+READ_SHARED_BY = "read_shared_by"
+
+
 @dataclass(kw_only=True)
 class Record:
     """One answered question: one line of records.jsonl.
@@ -92,7 +97,7 @@ class Record:
     score: float
     metric: str = ""
     tokens: dict[str, int] = field(default_factory=dict)  # tokens read per kind; "context" first
-    seconds: dict[str, float] = field(default_factory=dict)  # "read", "read/<stage>", then answer stages
+    seconds: dict[str, float] = field(default_factory=dict)  # "read", "read/<stage>", then answer stages (READ_SHARED_BY)
     method_stats: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable method figures
     costs: dict[str, Any] | None = None  # memexp.costs.report per-record figures, or {"error": ...}
     source: str | None = None  # Example.source: the text is a stand-in for the benchmark's data (None: its own)

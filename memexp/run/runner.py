@@ -25,7 +25,7 @@ from memexp.benchmarks.skipped_rows import SkippedRows, collecting
 from memexp.core import interrupts
 from memexp.core.errors import RunInterrupted
 from memexp.core.schema import RunConfig
-from memexp.core.types import Example, Question, Record
+from memexp.core.types import READ_SHARED_BY, Example, Question, Record
 from memexp.methods.base import Answer, Memory, Method
 from memexp.run import shards
 from memexp.run.excerpts import context_excerpts
@@ -288,7 +288,7 @@ def answer_jobs(ex: Example, backbone, bench: Benchmark, jobs: list, chat: bool 
             score = float(bench.score(prediction, q))
             rec = answer_record(ex, q, prediction, score, len(context_ids), read_seconds, memory, ans)
             if len(jobs) > 1:
-                rec.seconds["read_shared_by"] = len(jobs)
+                rec.seconds[READ_SHARED_BY] = len(jobs)
             if job.costs is not None:
                 rec.costs = job.costs(rec.tokens, memory.stats)
             yield job, rec

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from memexp.core.types import READ_SHARED_BY
 from memexp.report.tables import Table, length_table, row_labels
 from memexp.results.runs import Run, by_bench
 
@@ -135,7 +136,8 @@ def question_html(run_label: str, rec: dict) -> str:
     excerpts = rec.get("context_excerpts") or []
     prompt = "".join(_excerpt(ex) for ex in excerpts) or '<p class="meta">no context excerpt recorded</p>'
     numbers = " · ".join(f"{k} {v}" for k, v in (rec.get("tokens") or {}).items())
-    seconds = " · ".join(f"{k} {v:.3f} s" for k, v in (rec.get("seconds") or {}).items() if isinstance(v, (int, float)))
+    seconds = " · ".join(f"read shared by {v} jobs" if k == READ_SHARED_BY else f"{k} {v:.3f} s"
+                         for k, v in (rec.get("seconds") or {}).items() if isinstance(v, (int, float)))
     refs = "".join(f"<li>{esc(r)}</li>" for r in rec.get("references") or [])
     return (f'<section class="question" id="{esc(rec.get("example_id"))}::{esc(rec.get("question_id"))}" '
             f'data-run="{esc(run_label)}" data-task="{esc(rec.get("task"))}" data-length="{esc(rec.get("length"))}" '
