@@ -74,6 +74,6 @@ def check_groups(cfgs: Sequence[RunConfig], groups: Sequence[Sequence[int]]) -> 
 def describe_group(cfgs: Sequence[RunConfig], state_bytes: int | None) -> str:
     """One line for the log: what a group shares and holds."""
     held = memories_held(cfgs)
-    state = f" of {state_bytes / 2**20:.2f} MiB" if state_bytes is not None else ""
+    state = f" of {state_bytes / 2**20:.2f} MiB (recurrent and conv)" if state_bytes is not None else ""
     return (f"{len(cfgs)} jobs share one read per context: {held} memor{'y' if held == 1 else 'ies'} "
             f"held at once on one state{state}")

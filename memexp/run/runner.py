@@ -137,7 +137,7 @@ def _run_in(jobs: list[Job], backbone, bench: Benchmark, sweep_group: str | None
         job.done_keys, job.records = {r.key for r in done}, list(done)
         print(f"[memexp] run folder: {job.folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
     if len(jobs) > 1:
-        print(f"[memexp] {describe_group([j.cfg for j in jobs], None)}", file=sys.stderr)
+        print(f"[memexp] {describe_group([j.cfg for j in jobs], _state_bytes(backbone, cfg))}", file=sys.stderr)
 
     examples = bench.examples(backbone.tokenizer)
     total = bench.num_examples()
@@ -196,6 +196,18 @@ def _run_in(jobs: list[Job], backbone, bench: Benchmark, sweep_group: str | None
         title = f"{job.cfg.bench.name} | {job.cfg.backbone.name} | {job.cfg.method.name}  ->  {job.folder.path}"
         print(format_table(summary, title))
     return summaries
+
+
+def _state_bytes(backbone, cfg: RunConfig) -> int | None:
+    """The recurrent and conv state a read retains (KV caches, which grow with the context, aside),
+    from the loaded backbone's shapes; None when they cannot be counted."""
+    from memexp.backbones.shapes import loaded_shapes
+
+    try:
+        shapes = loaded_shapes(backbone, cfg.backbone)
+    except Exception:  # accounting must never cost a run
+        return None
+    return shapes.recurrent_bytes + shapes.conv_bytes
 
 
 def _complete_summary(folder: RunFolder, recorded: int) -> dict | None:
