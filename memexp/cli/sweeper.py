@@ -7,14 +7,14 @@ every group becomes one launched job (one process, one SLURM array task), whatev
 - the launched job `k` is group `k`'s first job, numbered k; the group's other jobs are numbered
   after every group's first job, and their job folders (`<sweep>/<num>/.hydra/overrides.yaml`) are
   written here, before the launch, so `memexp status` lists every job from the start;
-- `<sweep>/shared_reads.json` names each group's jobs (number, overrides, composed configuration);
-  the launched job reads it (`group_for_job`) and runs them with memexp.run.runner.run_group, each
-  job keeping its own run folder, key, lock, records, summary and logger run.
+- `<sweep>/shared_reads.json` (memexp.run.groups.write_plan) names each group's jobs (number,
+  overrides, composed configuration); the launched job reads it (`group_for_job`) and runs them with
+  memexp.run.runner.run_group, each job keeping its own run folder, key, lock, records, summary and
+  logger run.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -22,8 +22,6 @@ from typing import Any, Sequence
 
 import yaml
 from omegaconf import OmegaConf
-
-PLAN = "shared_reads.json"  # in the sweep folder: the jobs of each launched group
 
 
 def grouped_sweep(sweeper: Any, arguments: list[str]) -> Any:
@@ -33,7 +31,7 @@ def grouped_sweep(sweeper: Any, arguments: list[str]) -> Any:
 
     from memexp.core.compose import without_hydra
     from memexp.core.schema import validate
-    from memexp.run.groups import check_groups, plan_groups
+    from memexp.run.groups import PLAN, check_groups, plan_groups, write_plan
     from memexp.run.jobs import SWEEP_JOBS_ENV
 
     sweep_dir = Path(str(sweeper.config.hydra.sweep.dir))
@@ -56,7 +54,7 @@ def grouped_sweep(sweeper: Any, arguments: list[str]) -> Any:
     for members in plan:
         for job in members[1:]:
             _write_job_folder(sweep_dir / str(job["num"]), job["overrides"])
-    (sweep_dir / PLAN).write_text(json.dumps(plan, indent=1, default=str) + "\n")
+    write_plan(sweep_dir, plan)
     os.environ[SWEEP_JOBS_ENV] = str(len(groups))  # the launcher runs groups, not jobs, at once
     shared = sum(len(members) for members in groups if len(members) > 1)
     print(f"[memexp] {len(jobs)} jobs launched as {len(groups)}: {shared} of them share their reads in "
@@ -90,11 +88,10 @@ def _write_job_folder(folder: Path, overrides: list[str]) -> None:
 def group_for_job(sweep_dir: Path, num: int) -> list[dict] | None:
     """The jobs launched job `num` of the sweep runs (its own first): number, overrides, config;
     None for a sweep launched without groups."""
-    path = Path(sweep_dir) / PLAN
-    if not path.is_file():
-        return None
-    plan = json.loads(path.read_text())
-    return plan[num] if 0 <= num < len(plan) else None
+    from memexp.run.groups import read_plan
+
+    plan = read_plan(sweep_dir)
+    return plan[num] if plan is not None and 0 <= num < len(plan) else None
 
 
 def job_configs(group: list[dict]) -> list:

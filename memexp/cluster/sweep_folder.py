@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from memexp.cluster.job_failure import read_failure
+from memexp.run.groups import read_plan
 from memexp.run.jobs import POINTER
 from memexp.run.tracking import swept_keys
 
@@ -59,6 +60,7 @@ def sweep_jobs(sweep: Path) -> list[SweepJob]:
             overrides_file = folder / ".hydra" / "overrides.yaml"
             overrides = yaml.safe_load(overrides_file.read_text()) if overrides_file.is_file() else []
             jobs[int(folder.name)] = SweepJob(int(folder.name), overrides or [], folder)
+    _follow_groups(sweep, jobs)
     swept = frozenset(swept_keys([j.overrides for j in jobs.values()]))
     for job in jobs.values():
         job.swept = swept
@@ -67,6 +69,18 @@ def sweep_jobs(sweep: Path) -> list[SweepJob]:
             job.outcome, job.error = "failed", failure.get("error")
             job.log = Path(failure["log"]) if failure.get("log") else job.log
     return [jobs[n] for n in sorted(jobs)]
+
+
+def _follow_groups(sweep: Path, jobs: dict[int, SweepJob]) -> None:
+    """A job its group's launched job runs (memexp.run.groups: shared reads) has no submission of its
+    own: it is queued, runs and ends with the launched job, whose id, log and outcome it takes."""
+    for group in read_plan(sweep) or ():
+        launched = jobs.get(group[0]["num"])
+        for member in group[1:]:
+            job = jobs.get(member["num"])
+            if launched is None or job is None or job.job_id is not None:
+                continue
+            job.job_id, job.log, job.outcome, job.error = launched.job_id, launched.log, launched.outcome, launched.error
 
 
 def _submitted(path: Path) -> tuple[list[str], int]:

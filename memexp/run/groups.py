@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Sequence
 
 from memexp.core.schema import ConfigError, RunConfig
@@ -77,3 +78,18 @@ def describe_group(cfgs: Sequence[RunConfig], state_bytes: int | None) -> str:
     state = f" of {state_bytes / 2**20:.2f} MiB (recurrent and conv)" if state_bytes is not None else ""
     return (f"{len(cfgs)} jobs share one read per context: {held} memor{'y' if held == 1 else 'ies'} "
             f"held at once on one state{state}")
+
+
+PLAN = "shared_reads.json"  # in a sweep folder launched by groups (memexp.cli.sweeper): each group's jobs
+
+
+def write_plan(sweep_dir: Path, plan: list[list[dict]]) -> None:
+    """Each launched job's group: its jobs' number, overrides and composed configuration, its own first."""
+    (Path(sweep_dir) / PLAN).write_text(json.dumps(plan, indent=1, default=str) + "\n")
+
+
+def read_plan(sweep_dir: Path) -> list[list[dict]] | None:
+    """The groups a sweep was launched by, launched job k running group k; None for a sweep whose jobs
+    were launched one by one."""
+    path = Path(sweep_dir) / PLAN
+    return json.loads(path.read_text()) if path.is_file() else None

@@ -39,3 +39,22 @@ def test_status_reads_each_jobs_state_and_progress(tmp_path):
     assert "2 questions  2/3 examples" in lines[2] and "0 questions  0/? examples" in lines[3]
     assert lines[0].endswith("(method=plain bench.shard=0/2)")  # the overrides that tell the jobs apart
     assert lines[3].endswith("bench=longbench: qasper.jsonl not found") and f"log {failed}" in lines[3]
+
+
+def test_a_job_its_groups_launched_job_runs_takes_that_jobs_state(tmp_path):
+    """Shared reads (memexp.cli.sweeper): job 1 runs inside launched job 0 (SLURM job 7_0), so while
+    7_0 is queued or running job 1 is too, and it names 7_0's log."""
+    from memexp.cluster.status import job_state
+    from memexp.cluster.sweep_folder import SweepJob, _follow_groups
+    from memexp.run.groups import write_plan
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    write_plan(sweep, [[{"num": 0, "overrides": ["method.replay_budget=1"], "config": {}},
+                        {"num": 1, "overrides": ["method.replay_budget=2"], "config": {}}]])
+    log = sweep / ".submitit" / "7_0" / "7_0_0_log.err"
+    jobs = {0: SweepJob(0, ["method.replay_budget=1"], sweep / "0", "7_0", log),
+            1: SweepJob(1, ["method.replay_budget=2"], sweep / "1")}
+    _follow_groups(sweep, jobs)
+    assert (jobs[1].job_id, jobs[1].log) == ("7_0", log)
+    assert job_state(jobs[1], {"7_0": "PENDING"}) == job_state(jobs[0], {"7_0": "PENDING"}) != "stopped"
