@@ -3,7 +3,7 @@ PYTHON ?= python
 # A machine without a GPU gets the CPU build of torch first; a GPU machine keeps (or gets) its CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: help install run test test-fast test-gpu bench wheelhouse gpu-check lint docs docs-serve
+.PHONY: help install run test test-fast test-gpu bench wheelhouse gpu-check gpu-preflight lint docs docs-serve
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-10s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ wheelhouse: ## every wheel an offline GPU machine needs besides its torch image,
 
 gpu-check: ## on a CUDA machine, offline: install from .wheelhouse/, then every kernel, model and protocol (8 min)
 	bash scripts/check/gpu_check.sh outputs/gpu_check/$$(date +%Y-%m-%d_%H%M%S)
+
+gpu-preflight: ## every dispatched Triton kernel compiled for sm_80 and sm_90 here, no GPU (GPU image's triton: --triton image)
+	$(PYTHON) scripts/check/gpu_preflight.py $(PREFLIGHT_ARGS)
 
 lint: ## ruff
 	$(PYTHON) -m ruff check memexp kernels tests scripts

@@ -4,7 +4,9 @@
     python scripts/check/gpu_check.py --out OUT_DIR    # memexp and its kernels already installed
 
 Steps, one after another, each a process under its own time limit cut from one total budget
-(default 480 s): the environment (which kernel library serves each op), every dispatched kernel
+(default 480 s): the compile preflight (scripts/check/gpu_preflight.py: every dispatched Triton kernel
+compiled for sm_80 and sm_90 at the 1.3B shapes, its table first in the report), the environment
+(which kernel library serves each op), every dispatched kernel
 against memexp's reference op at the 1.3B checkpoints' shapes, the real-size configurations with
 random weights (CUDA bf16 against CPU fp32), routing at 4,096 notes, NoteBank's Table 7 protocol
 (its lengths adapt to its limit), Titan-Llama's prefill and decode (Fig. 4), the quick start, and
@@ -71,7 +73,12 @@ def plan(work: Path) -> list[Step]:
     """The steps, most important first; the CUDA tests last, with whatever is left."""
     py = sys.executable
     measure = [py, str(HERE / "gpu_measure.py")]
+    # first: every dispatched Triton kernel compiled for sm_80 and sm_90 at the 1.3B shapes, a table
+    # (gpu_preflight.py; its full run, fp32 and the tiny configs too, is the CPU machine's)
+    preflight = [py, str(HERE / "gpu_preflight.py"), "--targets", "80,90", "--backbones", "gdn,gdn2,mamba2,qwen35_9b",
+                 "--dtypes", "bf16", "--no-backward", "--budget", "75"]
     return [
+        Step("compile preflight (sm_80, sm_90)", preflight, 90),
         Step("environment", measure + ["env"], 30),
         Step("kernels at the 1.3B shapes", measure + ["kernels"], 90),
         Step("real-size models, random weights", measure + ["models"], 120),
