@@ -50,8 +50,12 @@ HUB_FIELDS = ("pretrained", "tokenizer")
 PATH_FIELDS = (*HUB_FIELDS, "init_from", "adapter")
 # fields added after run folders existed, each with its value that changes nothing
 BENCH_FIELDS_ADDED = (("shard", None), ("essay_standin", False), ("prompt", "zeroscrolls"))
+# `router_query_instruction` at "" (no instruction) is what every run computed before it existed: a
+# non-encoder router's config always holds "" (NoteBankConfig), so those runs keep their keys, and a bge
+# run with "" too; a bge run at the default (BGE's instruction) embeds a different question, so it is
+# a new folder, never a resume of one made without the instruction.
 METHOD_FIELDS_ADDED = (("adapter", None), ("layers", None), ("router_model", "BAAI/bge-base-en-v1.5"),
-                      ("write_tail", False), ("memory_dtype", "float32"))
+                      ("write_tail", False), ("memory_dtype", "float32"), ("router_query_instruction", ""))
 
 
 def _looks_like_hub_id(value: str) -> bool:

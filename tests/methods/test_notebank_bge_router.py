@@ -1,7 +1,8 @@
 """`method.router=bge` offline, on a tiny random BERT checkpoint this file writes: scores are the
 cosines of the encoder's [CLS] vectors (recomputed here with transformers directly), the bank is
-encoded once per archive and its time recorded, NoteBank replays what it picks, and every load
-failure is one line naming method.router_model."""
+encoded once per archive and its time recorded, the question (never a note) is embedded after BGE's
+query instruction unless `method.router_query_instruction=""`, NoteBank replays what it picks, and
+every load failure is one line naming method.router_model."""
 
 from __future__ import annotations
 
@@ -47,22 +48,75 @@ def ask(router, archive, prompt):
     return router.route(archive, RouteRequest(question(prompt), WordTokenizer()))
 
 
-def test_scores_are_the_cosines_of_cls_vectors(encoder_dir):
+@pytest.mark.parametrize("instruction", ["", "what about kite ? "])
+def test_scores_are_the_cosines_of_cls_vectors(encoder_dir, instruction):
     archive, tok = lexical_archive(), WordTokenizer()
-    router = BGERouter(3, str(encoder_dir))
+    router = BGERouter(3, str(encoder_dir), instruction)
     prompt = "what about kite and nine ?"
     selection = ask(router, archive, prompt)
     notes = cls_vectors(encoder_dir, archive.texts(tok))
-    expected = torch.nn.functional.cosine_similarity(notes, cls_vectors(encoder_dir, [prompt]), dim=-1)
+    query = cls_vectors(encoder_dir, [instruction + prompt])
+    expected = torch.nn.functional.cosine_similarity(notes, query, dim=-1)
     assert selection.notes == [0, 1, 2]  # R = 3 of 3 notes, in document order
     assert torch.allclose(torch.tensor(selection.scores), expected, atol=1e-5)
     # R = 1 picks the highest cosine
-    assert ask(BGERouter(1, str(encoder_dir)), archive, prompt).notes == [int(expected.argmax())]
+    assert ask(BGERouter(1, str(encoder_dir), instruction), archive, prompt).notes == [int(expected.argmax())]
+
+
+def test_the_question_is_embedded_after_bges_query_instruction_and_the_notes_bare(encoder_dir):
+    """BGE v1.5's card: "Represent this sentence for searching relevant passages: " before a short
+    query, nothing before a passage; `method.router_query_instruction=""` drops it."""
+    card = "Represent this sentence for searching relevant passages: "
+    tok = WordTokenizer()
+    for given, expected in ((None, card), ("", "")):
+        archive = lexical_archive()  # a fresh bank: each router encodes it once
+        cfg = NoteBankConfig(router="bge", router_model=str(encoder_dir),
+                             **({} if given is None else {"router_query_instruction": given}))
+        router = build_router("bge", 1, 0, str(encoder_dir), cfg.router_query_instruction)
+        seen: list[list[str]] = []
+
+        def recorded(texts, encode=router.encode, seen=seen):
+            seen.append(list(texts))
+            return encode(texts)
+
+        router.encode = recorded
+        selection = ask(router, archive, "zebra ?")
+        assert seen == [archive.texts(tok), [expected + "zebra ?"]]  # the notes bare, then the question
+        assert selection.stats["router_query_instruction"] == expected
+
+
+def test_the_instruction_is_read_only_by_an_encoder_router():
+    """Another router reads no instruction: its config holds "" (so its run key is what it was
+    before the field existed), and a non-string value is one line naming the field."""
+    assert NoteBankConfig(router="bm25").router_query_instruction == ""
+    assert NoteBankConfig(router="bm25", router_query_instruction="query: ").router_query_instruction == ""
+    with pytest.raises(ConfigError, match=r"^method.router_query_instruction=3: give a string") as e:
+        NoteBankConfig(router="bge", router_query_instruction=3)
+    assert "\n" not in str(e.value)
+
+
+def test_the_default_instruction_gives_bge_runs_a_new_key_and_others_their_old_one():
+    """A run key hashes the config without fields added later at the value that changes nothing:
+    a bm25 run (no instruction read) keeps the key it had before `router_query_instruction` existed,
+    a bge run at BGE's instruction gets a new one, a bge run with "" keeps its old one."""
+    from dataclasses import asdict
+
+    from memexp.run.identity import identity
+
+    def key(cfg: NoteBankConfig, drop: bool) -> dict:
+        method = {k: v for k, v in asdict(cfg).items() if not (drop and k == "router_query_instruction")}
+        return identity({"method": method})["config"]
+
+    bm25, bge, bare = (NoteBankConfig(router="bm25"), NoteBankConfig(router="bge"),
+                       NoteBankConfig(router="bge", router_query_instruction=""))
+    assert key(bm25, drop=False) == key(bm25, drop=True)
+    assert key(bge, drop=False) != key(bge, drop=True)
+    assert key(bare, drop=False) == key(bare, drop=True)
 
 
 def test_a_question_worded_as_a_note_picks_that_note(encoder_dir):
     archive, tok = lexical_archive(), WordTokenizer()
-    router = BGERouter(1, str(encoder_dir))
+    router = BGERouter(1, str(encoder_dir), "")
     for i, text in enumerate(archive.texts(tok)):
         selection = ask(router, archive, text)
         assert selection.notes == [i] and abs(selection.scores[0] - 1.0) < 1e-5
@@ -70,7 +124,7 @@ def test_a_question_worded_as_a_note_picks_that_note(encoder_dir):
 
 def test_the_bank_is_encoded_once_per_archive_and_its_time_recorded(encoder_dir):
     archive = lexical_archive()
-    router = build_router("bge", 1, 0, str(encoder_dir))
+    router = build_router("bge", 1, 0, str(encoder_dir), "")
     calls = []
     encode = router.encode
     router.encode = lambda texts: calls.append(len(texts)) or encode(texts)
@@ -97,6 +151,7 @@ def test_notebank_routes_with_bge_and_records_the_encoding_time(encoder_dir):
     prompt = texts[planted]  # a question worded exactly as the planted note
     answer = nb.answer(bb, memory, bb.tokenizer.encode(prompt), Question("q", prompt, ["seven"], "string_match", 4))
     assert answer.stats["router"] == "bge" and answer.tokens["probe"] == 0
+    assert answer.stats["router_query_instruction"] == "Represent this sentence for searching relevant passages: "
     assert answer.stats["router_bank_notes"] == len(texts) > 2 and answer.stats["router_bank_encoding_ms"] > 0
     assert planted in [e["note"] for e in answer.stats["selected"]] and answer.tokens["replay"] > 0
 

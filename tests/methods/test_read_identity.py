@@ -27,8 +27,9 @@ LORA = Path(memexp.__file__).parent / "assets" / "tiny_gdn_words_lora"
 CASES = {
     "notebank": ("tiny_gdn_words",
                  dict(chunk_size=64, span_budget=8, window=4, tail=16, address_dim=8),
-                 dict(replay_budget=4, router="bm25", router_seed=3, router_model="someone/encoder", rescale=0.5,
-                      note_separator="\n", replay_suffix=" Q:", adapter=str(LORA / "notebank")),
+                 dict(replay_budget=4, router="bm25", router_seed=3, router_model="someone/encoder",
+                      router_query_instruction="", rescale=0.5, note_separator="\n", replay_suffix=" Q:",
+                      adapter=str(LORA / "notebank")),
                  dict(chunk_size=96, write_budget=1, span_budget=5, window=2, tail=0, address_dim=4, address_seed=1,
                       layers=[0], write_tail=True)),
     "plain": ("tiny_gdn_words", {}, dict(rescale=0.5, adapter=str(LORA / "plain")), {}),

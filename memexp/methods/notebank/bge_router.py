@@ -4,8 +4,11 @@ Each note's decoded text and the question prompt (the text BM25 reads) are embed
 encoder: the [CLS] vector of the last hidden layer, L2-normalised, as BGE's model card pools; a
 note's score is the cosine with the question, the R best win, ties to the earlier note. The paper
 names no checkpoint (only "BGE"), so the default is `BAAI/bge-base-en-v1.5`; `method.router_model`
-points at another hub id or a local directory. No query instruction is prepended (BGE v1.5 works
-without one and the paper states none).
+points at another hub id or a local directory. The question (never a note) is embedded after
+`method.router_query_instruction`, by default BGE v1.5's "Represent this sentence for searching
+relevant passages: ", which its model card recommends for short-query-to-passage retrieval (the
+paper states none; `""` embeds the bare question); the instruction used is recorded per answer
+(`router_query_instruction`).
 
 The bank is encoded once per archive; its seconds are recorded with every answer
 (`router_bank_encoding_ms`, Table 8's "full-bank encoding" column), beside the question's own.
@@ -20,6 +23,7 @@ import torch
 from memexp.backbones.base import Stopwatch
 from memexp.backbones.loading import BackboneLoadError, resolve_pretrained
 from memexp.methods.notebank.archive import Archive
+from memexp.methods.notebank.config import BGE_QUERY_INSTRUCTION
 from memexp.methods.notebank.router import RouteRequest, Selection, _selection, top_r
 
 ENCODER_FIELD = "method.router_model"
@@ -30,8 +34,8 @@ MAX_TOKENS = 512  # BGE's input limit; a longer note is truncated (notes are at 
 class BGERouter:
     needs_probe = False
 
-    def __init__(self, replay_budget: int, encoder: str) -> None:
-        self.replay_budget, self.source = replay_budget, encoder
+    def __init__(self, replay_budget: int, encoder: str, query_instruction: str = BGE_QUERY_INSTRUCTION) -> None:
+        self.replay_budget, self.source, self.query_instruction = replay_budget, encoder, query_instruction
         self.model = self.tokenizer = None
         self.device = torch.device("cpu")
 
@@ -52,12 +56,13 @@ class BGERouter:
         notes = self._note_vectors(archive, request)
         watch = Stopwatch()
         with watch.stage("query"):
-            question = self.encode([request.question.prompt])[0]
+            question = self.encode([self.query_instruction + request.question.prompt])[0]
         scores = (notes @ question).cpu()  # unit vectors: the dot product is the cosine
         selection = _selection(archive, top_r(scores, self.replay_budget), scores)
         selection.stats = {"router_bank_encoding_ms": 1000 * archive.derived["bge_seconds"],
                            "router_query_encoding_ms": 1000 * watch.seconds["query"],
-                           "router_bank_notes": len(archive)}
+                           "router_bank_notes": len(archive),
+                           "router_query_instruction": self.query_instruction}
         return selection
 
     @torch.no_grad()

@@ -11,6 +11,9 @@ from memexp.core.schema import ConfigError, MethodConfig, _at_least, _choice
 from memexp.methods.read_adapter import check_adapter_field
 from memexp.methods.rescale import check_rescale
 
+# BGE v1.5's query instruction for retrieval (BAAI/bge-base-en-v1.5's model card, "query_instruction_for_retrieval")
+BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
 
 @dataclass
 class NoteBankConfig(MethodConfig):
@@ -35,6 +38,12 @@ class NoteBankConfig(MethodConfig):
     # the bge router's encoder: a hub id or a local directory (the paper names no checkpoint, only
     # "BGE", so memexp uses BAAI's English base v1.5); read only with router=bge
     router_model: str = "BAAI/bge-base-en-v1.5"
+    # text put before the question (never before a note) when the bge router embeds it: BGE v1.5's
+    # model card recommends this instruction for short-query-to-passage retrieval, which routing a
+    # question to <= B-token notes is (the paper states none); "" embeds the bare question. Read only
+    # by an encoder router; with any other router it is set to "" (nothing is prepended), so those
+    # runs keep the folder keys they had before this field (memexp.run.identity.METHOD_FIELDS_ADDED)
+    router_query_instruction: str = BGE_QUERY_INSTRUCTION
     # The paper replays the notes' own ids back to back, then the question (Eq. 6, App. B.4): nothing
     # between notes, nothing before the question. A backbone trained on another replay form (tiny_gdn)
     # states its own in conf/method_for_backbone/notebank_<backbone>.yaml.
@@ -62,8 +71,13 @@ class NoteBankConfig(MethodConfig):
         check_rescale(self.rescale)
         if self.router not in ROUTERS:
             raise ConfigError(ROUTERS.unknown_message(self.router))
+        if not isinstance(self.router_query_instruction, str):
+            raise ConfigError(f"method.router_query_instruction={self.router_query_instruction!r}: give a string "
+                              f"(\"\" for none)")
         if ROUTERS.get(self.router).meta.get("encoder"):
             check_encoder_source(self.router_model)
+        else:
+            self.router_query_instruction = ""  # no encoder reads it: recorded as what happens, nothing
         check_adapter_field(self.adapter)
 
 
@@ -113,8 +127,8 @@ def check_backbone_layers(nb: NoteBankConfig, backbone_cfg) -> None:
 # only answer; W, B, the window, the tail, the addresses and the layers written only change what
 # each chunk's features are reduced to, so several writers share one pass (NoteBank.read_shared).
 # C cuts the pass into forward calls and stays read-side, as does every field not named here.
-ANSWER_FIELDS = ("replay_budget", "router", "router_seed", "router_model", "rescale", "note_separator",
-                 "replay_suffix", "adapter")
+ANSWER_FIELDS = ("replay_budget", "router", "router_seed", "router_model", "router_query_instruction", "rescale",
+                 "note_separator", "replay_suffix", "adapter")
 WRITER_FIELDS = ("write_budget", "span_budget", "window", "tail", "address_dim", "address_seed", "layers",
                  "write_tail")
 

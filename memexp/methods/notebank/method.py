@@ -35,7 +35,8 @@ class NoteBank(Method[Archive]):
 
     def __init__(self, cfg: NoteBankConfig | None = None) -> None:
         self.cfg = cfg or NoteBankConfig()
-        self.router = build_router(self.cfg.router, self.cfg.replay_budget, self.cfg.router_seed, self.cfg.router_model)
+        self.router = build_router(self.cfg.router, self.cfg.replay_budget, self.cfg.router_seed, self.cfg.router_model,
+                                   self.cfg.router_query_instruction)
         self._addressing: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._formats: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.adapter = AdapterSlot(self.cfg.adapter)

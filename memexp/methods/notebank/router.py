@@ -164,15 +164,18 @@ class OracleRouter:
         return _selection(archive, picked, counts)
 
 
-def build_router(name: str, replay_budget: int, seed: int, encoder: str | None = None):
+def build_router(name: str, replay_budget: int, seed: int, encoder: str | None = None,
+                 query_instruction: str | None = None):
     """The router registered as `name` in memexp.core.registry.ROUTERS (see memexp/methods/notebank/routers.py);
-    `encoder` is the model a router with an external encoder loads (`method.router_model`)."""
+    `encoder` is the model a router with an external encoder loads (`method.router_model`), and
+    `query_instruction` what it puts before the question (`method.router_query_instruction`; None: its own default)."""
     entry = ROUTERS.get(name)
     cls = entry.load()
     if entry.meta.get("seeded"):
         router = cls(replay_budget, seed)
     elif entry.meta.get("encoder"):
-        router = cls(replay_budget, encoder)
+        given = {} if query_instruction is None else {"query_instruction": query_instruction}
+        router = cls(replay_budget, encoder, **given)
     else:
         router = cls(replay_budget)
     router.name = entry.name  # what records and the native-score report read
