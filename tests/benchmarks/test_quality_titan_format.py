@@ -86,11 +86,42 @@ def test_the_runner_feeds_the_authors_ids_without_bos(tmp_path, monkeypatch):
     assert seen["context"][0] != tok.bos_id and seen["budget"] == 1
 
 
-def test_scored_by_the_first_generated_token_being_the_gold_letter():
+def test_scored_as_the_authors_accuracy_the_one_token_is_exactly_the_target():
+    """Their `correct` (titan_llama.py at c60b4efa) is argmax(logits) == the label id of " B": only
+    the token whose text is " B" counts; "B" without the space, " B." or " Both" are other tokens."""
     q = Question(id="0", prompt="Answer:", references=["B"], metric="accuracy", max_new_tokens=1)
     bench = Quality(QualityConfig(prompt="titan_sft"))
-    assert bench.score(" B", q) == 100.0 and bench.score("B", q) == 100.0 and bench.score(" B.", q) == 100.0
-    assert bench.score(" Both", q) == 0.0 and bench.score(" A", q) == 0.0 and bench.score(" The answer is B", q) == 0.0
+    assert bench.score(" B", q) == 100.0
+    for other in ("B", " B.", "  B", " B ", " Both", " A", " b", "", " The answer is B"):
+        assert bench.score(other, q) == 0.0, other
+
+
+def test_a_stub_whose_first_token_is_B_without_the_space_is_wrong(tmp_path, monkeypatch):
+    """Through the runner: a method that answers the token "B" (the byte tokenizer's id 66, not the
+    trained " B") scores 0 on a question whose gold letter is B."""
+    from memexp.methods.base import Answer
+
+    class SaysB(Plain):
+        def answer(self, backbone, memory, question_ids, question, stop=None):
+            return Answer(ids=backbone.tokenizer.encode("B"), seconds={}, stats={}, tokens={"generated": 1})
+
+    write(tmp_path, [row()])
+    monkeypatch.setattr("memexp.methods.build_method", lambda cfg: SaysB())
+    cfg = load_config(["backbone=tiny_gdn_random", "method=plain", "bench=quality", "bench.prompt=titan_sft",
+                       f"bench.data_path={tmp_path}", f"output_dir={tmp_path / 'runs'}", "progress=false"])
+    runner.run(cfg)
+    records = [json.loads(line) for f in (tmp_path / "runs").rglob("records.jsonl") for line in f.read_text().splitlines()]
+    assert [(r["prediction"], r["score"]) for r in records] == [("B", 0.0)]
+
+
+def test_titan_sft_generates_one_token_only():
+    import pytest
+
+    from memexp.core.schema import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^bench.max_new_tokens=3: bench.prompt=titan_sft scores the one generated "
+                                          r"token.*allowed values are 1$"):
+        QualityConfig(prompt="titan_sft", max_new_tokens=3)
 
 
 def test_zeroscrolls_stays_the_default_with_its_budget(tmp_path):
@@ -99,7 +130,7 @@ def test_zeroscrolls_stays_the_default_with_its_budget(tmp_path):
     write(tmp_path, [row()])
     ex = next(Quality(QualityConfig(data_path=str(tmp_path))).examples(ByteTokenizer()))
     assert ex.bos and ex.context.startswith("You are provided a story") and ex.questions[0].max_new_tokens == 10
-    assert QualityConfig(prompt="titan_sft", max_new_tokens=3).max_new_tokens == 3
+    assert QualityConfig(max_new_tokens=3).max_new_tokens == 3
 
 
 def test_an_unknown_prompt_is_one_line():

@@ -12,12 +12,18 @@ leading A-D of the output or the letter after "answer is". The HARD subset
 (sarahpannn/titans-pytorch at c60b4efa, sft_kvwrite_quality_mc.py, QualityMCSFTDataset._build):
 the article as it is, a blank line, "Question: {question}\nChoices:\n" with one "A. {option
 stripped}" line per option, then "Answer:"; tokenized without special tokens (no BOS) and no chat
-template; the trained target is the single token " X" of the gold letter. The authors release no
-QuALITY evaluation; their training accuracy counts the argmax over the whole vocabulary at the
-answer position (titan_llama.py, `correct`), so memexp scores the first generated token: correct
-when it is the gold letter (greedy, max_new_tokens=1). The paper says only "multiple-choice
-accuracy"; the highest-likelihood letter among A-D (a restricted argmax, never lower) is not
-what their code measures and is not offered. The authors' prompts longer than the training
+template; the trained target is the single token " X" of the gold letter
+(`tokenizer.encode(f" {letter}", add_special_tokens=False)`, which must be one token). The authors
+release no QuALITY evaluation; their accuracy at the answer position is `predictions ==
+shift_labels` with `predictions = torch.argmax(shift_logits, dim=-1)` over the whole vocabulary
+(titan_llama.py at c60b4efa, TitanLLaMAForCausalLM.forward, the `correct` it returns), so an
+answer counts only when the argmax token is that label id. memexp scores the same: one greedy
+token (max_new_tokens=1, the only value allowed), correct when its text is exactly " X": the label
+token's text, leading space included. "B" without the space is another token and is wrong, as are
+" Both" and " B." (a different token or more than one). On a tokenizer where " X" is not one
+token (a byte tokenizer) no answer can be correct, as the authors' data code refuses such a
+tokenizer. The paper says only "multiple-choice accuracy"; the highest-likelihood letter among
+A-D (a restricted argmax, never lower) is not what their code measures and is not offered. The authors' prompts longer than the training
 length lose their head (the last 16,383 tokens are kept); memexp's max_length stays a middle
 truncation, off by default, and QuALITY's articles fit 16K.
 
@@ -48,8 +54,6 @@ INSTRUCTION = (
 ROW_FIELDS = {"article_id": str, "set_unique_id": str, "article": str, "questions": list}
 QUESTION_FIELDS = {"question": str, "options": list, "gold_label": int}
 
-# titan_sft: the first generated token is the letter (" B"; not " Both")
-_FIRST_TOKEN_LETTER = re.compile(r"\s*([A-D])(?![A-Za-z0-9])")
 _LEADING = re.compile(r"\(?([A-D])(?:\)|\.|:|,|\s|$)")
 _STATED = re.compile(r"answer is:?\s*\(?([A-D])\b")
 
@@ -98,9 +102,8 @@ def titan_sft_prompt(question: str, options: list[str]) -> str:
 
 
 def titan_sft_choice(prediction: str) -> str | None:
-    """The letter of the first generated token, or None."""
-    match = _FIRST_TOKEN_LETTER.match(prediction)
-    return match.group(1) if match else None
+    """The letter whose trained target " X" the one generated token is, exactly; else None (see above)."""
+    return prediction[1] if len(prediction) == 2 and prediction[0] == " " and prediction[1] in LETTERS else None
 
 
 class Quality(Benchmark):
