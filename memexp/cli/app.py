@@ -127,7 +127,7 @@ def run_job(cfg: DictConfig) -> float:
     if in_launcher_worker():
         harden_requeue()
     job_dir = Path(hc.runtime.output_dir)
-    group = group_for_job(Path(hc.sweep.dir), hc.job.num) if multirun else None
+    group = group_for_job(Path(hc.sweep.dir), hc.job.num, list(hc.overrides.task)) if multirun else None
     folders = [job_dir] + [job_dir.parent / str(job["num"]) for job in (group or [])[1:]]
     try:
         rcs = job_configs(group) if group else [validate(cfg)]

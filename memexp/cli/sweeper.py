@@ -85,13 +85,16 @@ def _write_job_folder(folder: Path, overrides: list[str]) -> None:
     (folder / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(list(overrides), sort_keys=False))
 
 
-def group_for_job(sweep_dir: Path, num: int) -> list[dict] | None:
+def group_for_job(sweep_dir: Path, num: int, overrides: list[str]) -> list[dict] | None:
     """The jobs launched job `num` of the sweep runs (its own first): number, overrides, config;
-    None for a sweep launched without groups."""
+    None for a sweep launched without groups, or for a job (`overrides`) that is not the plan's
+    (a plan left in a sweep folder that a later sweep launched into without groups)."""
     from memexp.run.groups import read_plan
 
     plan = read_plan(sweep_dir)
-    return plan[num] if plan is not None and 0 <= num < len(plan) else None
+    if plan is None or not 0 <= num < len(plan) or plan[num][0]["overrides"] != list(overrides):
+        return None
+    return plan[num]
 
 
 def job_configs(group: list[dict]) -> list:

@@ -171,3 +171,13 @@ def test_the_paper_presets_share_reads_where_their_points_can(preset, sizes):
     jobs = preflight([f"experiment={preset}"], multirun=True, files=False)
     assert sorted(len(g) for g in plan_groups(jobs)) == sorted(sizes)
     assert jobs.grouped == (max(sizes) > 1)
+
+
+def test_a_sweep_launched_alone_into_a_grouped_sweeps_folder_runs_its_own_jobs(tmp_path, capfd):
+    """share_reads=false into the folder a grouped sweep left its plan in: each job runs itself only."""
+    args = ["backbone=tiny_gdn_random", "method=notebank", "method.chunk_size=128", "method.replay_budget=1,2"]
+    sweep(capfd, tmp_path, *args)
+    assert (tmp_path / "sweep" / "shared_reads.json").is_file()
+    alone = sweep(capfd, tmp_path, *args, "method.span_budget=16", "share_reads=false")
+    assert "jobs share one read" not in alone.stderr
+    assert alone.stderr.count("questions already recorded") == 2  # each job its own folder, once
