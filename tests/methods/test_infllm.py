@@ -209,7 +209,8 @@ def test_clones_are_independent_both_ways():
 
 def test_read_once_answer_many_from_copies():
     bb, method = infllm()
-    memory = method.read(bb, ids(50))
+    context = ids(50)
+    memory = method.read(bb, context)
     before, position = snapshot(memory.state), memory.state.position
     q1, q2 = ids(7, seed=4), ids(5, seed=5)
     first = method.answer(bb, memory, q1, question(), stop=[])
@@ -217,12 +218,21 @@ def test_read_once_answer_many_from_copies():
     again = method.answer(bb, memory, q1, question(), stop=[])
     assert first.ids == again.ids and len(first.ids) == 6
     assert_same(snapshot(memory.state), before)
-    assert memory.state.position == position == 50
-    # the official GreedySearch order: the prompt but its last token, then one token per step
-    state = bb.init_state()
-    bb.forward(state, ids(50))
-    bb.forward(state, q1[:-1])
-    assert bb.generate(state, q1[-1:], 6, stop=[]) == first.ids
+    # read stops at the context's last query-chunk boundary (48 = 12 x 4) and keeps the rest
+    assert memory.state.position == position == 48 and memory.extra == context[48:]
+    assert memory.context_len == 50
+    # the official GreedySearch order on the whole prompt: all but its last token in chunk_size
+    # pieces from the prompt's start, the last token alone, then one token per step
+    state, prompt = bb.init_state(), context + q1
+    for st in range(0, len(prompt) - 1, SMALL["chunk_size"]):
+        bb.forward(state, prompt[st : min(len(prompt) - 1, st + SMALL["chunk_size"])])
+    assert bb.generate(state, prompt[-1:], 6, stop=[]) == first.ids
+
+
+def test_an_empty_question_is_refused():
+    bb, method = infllm()
+    with pytest.raises(ValueError, match="empty question_ids"):
+        method.answer(bb, method.read(bb, ids(50)), [], question(), stop=[])
 
 
 def test_figures_are_json_and_count_the_host_kv():
@@ -283,11 +293,14 @@ def test_the_hybrid_reads_once_and_answers_from_copies():
     bb = tiny_qwen35()
     method = InfLLM(InfLLMConfig(**SMALL))
     method.prepare(bb)
-    memory = method.read(bb, ids(45))
+    context = ids(45)
+    memory = method.read(bb, context)
     first = method.answer(bb, memory, ids(6, seed=7), question(), stop=[])
     method.answer(bb, memory, ids(9, seed=8), question(), stop=[])
     assert method.answer(bb, memory, ids(6, seed=7), question(), stop=[]).ids == first.ids
-    assert memory.state.position == 45 and memory.stats["infllm_blocks"] == 2 * ((45 - 3 - 8) // 4)
+    # read up to the last query-chunk boundary (44 = 11 x 4); the GDN layers read the tail at answer too
+    assert memory.state.position == 44 and memory.extra == context[44:]
+    assert memory.stats["infllm_blocks"] == 2 * ((44 - 3 - 8) // 4)
 
 
 def test_blocks_kept_off_the_compute_device_load_through_a_bounded_cache(monkeypatch):

@@ -1,12 +1,21 @@
 """`method=infllm`: read the context once through InfLLM's context memory, answer each question
-from a copy of it (thunlp/InfLLM's GreedySearch protocol: the prompt in prefill chunks of
-`chunk_size`, its last token on its own, then one token per step).
+from a copy of it, with the prompt cut where thunlp/InfLLM's GreedySearch cuts it.
+
+The official GreedySearch (inf_llm/utils/greedy_search.py, run by benchmark/pred.py with the
+config's `chunk_size`) feeds the whole prompt, context + question, but its last token in pieces of
+`chunk_size` from the prompt's start, then the last token alone, then one token per step; inside
+each call, query chunks of `exc_block_size` start at the call's first token. As `chunk_size` is a
+multiple of `exc_block_size`, the query chunks of a prompt of L tokens are [0, E), [E, 2E), ... up
+to token L - 1, then the last token: the chunk that holds the context's end also holds the
+question's start. So `read` reads the context only up to its last multiple of `exc_block_size`
+(boundaries every question's prompt shares) and keeps the rest, fewer than `exc_block_size`
+tokens, as its payload; `answer` feeds that tail + the question but its last token in one call
+(its query chunks start at that boundary, as the official ones do), then the last token alone.
 
 `prepare` installs an InfLLM layer at every softmax attention layer (every layer of a Llama, the
 full-attention layers of the Qwen3.5 hybrid, whose recurrent layers stay as they are), sharing
-their weights, and sets the backbone's prefill chunk to `method.chunk_size`. Query chunks of
-`exc_block_size` start at each forward call's first token, as each official `append` call's do:
-a context read in one call (the runner reads it in one) is cut as the official prefill cuts it.
+their weights, and sets the backbone's prefill chunk to `method.chunk_size` (a multiple of
+`exc_block_size`, so the backbone's own prefill pieces move no query-chunk boundary).
 
 Figures (JSON, in each record): `infllm_host_kv_bytes` (the blocks' KV where they are stored: the
 host on a GPU machine; Table 7's "CPU archive"), `infllm_blocks`, `infllm_device_cache_bytes`,
@@ -28,7 +37,9 @@ from memexp.methods.infllm.layer import GatedInfLLMLayer, InfLLMLayer
 from memexp.methods.plain.method import prefill
 
 
-class InfLLM(Method[None]):
+class InfLLM(Method[list[int]]):
+    """The payload (`Memory.extra`) is the context's tail after its last query-chunk boundary."""
+
     name = "infllm"
 
     def __init__(self, cfg: InfLLMConfig | None = None) -> None:
@@ -53,27 +64,40 @@ class InfLLM(Method[None]):
                 backbone.replace_layer(i, kind(layers[i], self.settings))
         backbone.prefill_chunk = self.cfg.chunk_size
 
-    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[None]:
+    def read(self, backbone: Backbone, context_ids: list[int]) -> Memory[list[int]]:
         self._require_prepared()
-        state, seconds = prefill(backbone, context_ids)
-        return Memory(state=state, context_len=len(context_ids), seconds=seconds, stats=footprint(state), extra=None)
+        context_ids = [int(i) for i in context_ids]
+        shared = shared_prefix(len(context_ids), self.cfg.exc_block_size)
+        state, seconds = prefill(backbone, context_ids[:shared])
+        return Memory(state=state, context_len=len(context_ids), seconds=seconds, stats=footprint(state),
+                      extra=context_ids[shared:])
 
-    def answer(self, backbone: Backbone, memory: Memory[None], question_ids: list[int], question: Question,
+    def answer(self, backbone: Backbone, memory: Memory[list[int]], question_ids: list[int], question: Question,
                stop: list[int] | None = None) -> Answer:
         self._require_prepared()
+        if not question_ids:  # the prompt's last token would be the context's, which read may have read in a chunk
+            raise ValueError("InfLLM.answer: empty question_ids (the prompt's last token must be the question's)")
         watch = Stopwatch()
         state = memory.state.clone()
-        question_ids = [int(i) for i in question_ids]
+        rest = memory.extra + [int(i) for i in question_ids]  # the prompt after the shared prefix
         with watch.stage("generate"):
-            if len(question_ids) > 1:  # GreedySearch: the prompt but its last token, then the last token alone
-                backbone.forward(state, question_ids[:-1])
-            ids = backbone.generate(state, question_ids[-1:], question.max_new_tokens, stop, question.min_new_tokens)
+            if len(rest) > 1:  # GreedySearch: the prompt but its last token, then the last token alone
+                backbone.forward(state, rest[:-1])
+            ids = backbone.generate(state, rest[-1:], question.max_new_tokens, stop, question.min_new_tokens)
         return Answer(ids=ids, seconds=watch.seconds, stats=footprint(state),
                       tokens={"question": len(question_ids), "generated": len(ids)})
 
     def _require_prepared(self) -> None:
         if self.settings is None:
             raise RuntimeError("InfLLM: call prepare(backbone) first (the runner does)")
+
+
+def shared_prefix(context_len: int, exc_block_size: int) -> int:
+    """How many context tokens every question's official prompt cuts alike: up to the context's last
+    multiple of `exc_block_size`. The official query chunks of context + question (L tokens, the
+    question at least one) end at each multiple of it below L - 1 and at L - 1; every multiple up to
+    the context's length is among them whatever the question, the next one depends on its length."""
+    return context_len - context_len % exc_block_size
 
 
 def infllm_layer_kind(layer) -> type[InfLLMLayer] | None:
