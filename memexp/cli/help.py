@@ -52,15 +52,24 @@ def _train() -> str:
 def _cost() -> str:
     from memexp.costs.report import PAPER_OUTPUT_TOKENS, PAPER_QUESTION_TOKENS
 
-    return ("python -m memexp cost [options] [run overrides]: analytical FLOPs and persistent storage of a\n"
-            "configuration (NoteBank App. C.6/C.7); no model runs.\n\n" + _options([
-                ("length=N", "context tokens (default 1048576)"),
-                ("question_tokens=N", f"question tokens (default {PAPER_QUESTION_TOKENS})"),
-                ("output_tokens=N", f"generated tokens (default {PAPER_OUTPUT_TOKENS})"),
-                ("replay_tokens=N", "measured replayed tokens |R| (default the bound R * B)"),
+    return ("python -m memexp cost [RUN_FOLDER] [options] [run overrides]: analytical FLOPs and persistent\n"
+            "storage of a configuration (NoteBank App. C.6/C.7); no model runs. Each figure is printed with\n"
+            "the counts it used and whether each was given, measured, bounded or assumed. RUN_FOLDER: the\n"
+            "run's own configuration at its records' mean counts (length=N picks a recorded length).\n"
+            "Each option is also spelled --name N or name=N (question_tokens=N).\n\n" + _options([
+                ("length=N", "context tokens T (default 1048576)"),
+                ("--question-tokens=N", f"question tokens |Q| (default {PAPER_QUESTION_TOKENS}, the paper's GDN "
+                                        f"questions)"),
+                ("--output-tokens=N", f"generated tokens |Y| (default {PAPER_OUTPUT_TOKENS})"),
+                ("--replay-tokens=N", "replayed tokens |R| (default the bound R * B)"),
+                ("--notes=N", "notes N_T (default the bound W * floor(T / C); ceil with method.write_tail)"),
+                ("--archived-tokens=N", "archived tokens U (default the bound N_T * B)"),
+                ("--helper-mib=X", "resident helper tensors in MiB (default memexp's own, J * d_rho int64; "
+                                   "the paper's: 0.402)"),
                 ("--json", "print the report as JSON"),
-            ]) + "\n" + RUN_OVERRIDES + "\n\nExample:\n"
-            "  python -m memexp cost backbone=gdn method=notebank length=131072 --json")
+            ]) + "\n" + RUN_OVERRIDES + "\n\nExamples:\n"
+            "  python -m memexp cost backbone=gdn method=notebank length=131072 --json\n"
+            "  python -m memexp cost outputs/runs/ruler/gdn/notebank/<hash> length=1048576")
 
 
 def _latency() -> str:

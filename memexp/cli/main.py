@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 # OpenMP threads that sleep at a barrier instead of spinning: on a shared machine torch's spinning
 # threads fight a busy neighbour for its core (16K run with one busy core: 95 s active, 36 s
@@ -53,21 +54,76 @@ def _pop_flag(argv: list[str], flag: str) -> bool:
     return False
 
 
-def _pop_int(argv: list[str], key: str, default: int | None) -> int | None:
+# `memexp cost`'s counts: name -> (integer only, lowest value). Each is spelled --name-with-dashes=V,
+# --name-with-dashes V or name=V (the spelling before issue 52); cost_report takes them by name.
+COST_OPTIONS = {"length": (True, 1), "question_tokens": (False, 0), "output_tokens": (True, 0),
+                "replay_tokens": (False, 0), "notes": (False, 0), "archived_tokens": (False, 0),
+                "helper_mib": (False, 0)}
+# each option's count in cost_report's `inputs.basis`
+COUNT_NAMES = {"length": "context", "question_tokens": "question", "output_tokens": "output",
+               "replay_tokens": "replay", "notes": "notes", "archived_tokens": "archived", "helper_mib": "helper"}
+
+
+def _pop_count(argv: list[str], name: str) -> int | float | None:
+    """The value of cost option `name` taken out of argv, or None; a value that is not a number of
+    its kind, or is below its lowest, stops with one line naming the option as it was spelled."""
     from memexp.core.schema import ConfigError
 
-    for a in list(argv):
-        if a.startswith(key + "="):
-            argv.remove(a)
-            value = a.split("=", 1)[1]
-            try:
-                number = float(value)  # 1e6 and 131072 alike
-            except ValueError:
-                number = None
-            if number is None or not number.is_integer():
-                raise ConfigError(f"{key}={value!r}: must be an integer")
-            return int(number)
-    return default
+    integer, low = COST_OPTIONS[name]
+    dashed = "--" + name.replace("_", "-")
+    for k, a in enumerate(argv):
+        if a == dashed:
+            if k + 1 == len(argv):
+                raise ConfigError(f"{dashed}: needs a value ({dashed}=N)")
+            spelled, value = dashed, argv[k + 1]
+            del argv[k:k + 2]
+            break
+        if a.startswith((name + "=", dashed + "=")):
+            spelled, value = a.split("=", 1)
+            del argv[k]
+            break
+    else:
+        return None
+    try:
+        number = float(value)  # 1e6 and 131072 alike
+    except ValueError:
+        number = None
+    if number is None or number != number or (integer and not number.is_integer()):
+        raise ConfigError(f"{spelled}={value!r}: must be {'an integer' if integer else 'a number'}")
+    if number < low:
+        raise ConfigError(f"{spelled}={value}: must be a number >= {low}")
+    return int(number) if integer else number
+
+
+def _recorded_counts(folder: str, length: int | None) -> tuple[object, dict[str, float], dict[str, str]]:
+    """A run folder's config, its records' mean counts at one recorded length (`length=` chooses
+    among several) as cost_report's keywords, and each count's basis ("measured: mean of n records")."""
+    from omegaconf import OmegaConf
+
+    from memexp.core.schema import ConfigError, validate
+    from memexp.report.figures import recorded_counts
+    from memexp.results.runs import find_runs
+
+    runs = find_runs([Path(folder)])
+    if len(runs) != 1:
+        raise ConfigError(f"{folder}: {'no run folder' if not runs else f'{len(runs)} run folders'} "
+                          f"(config.yaml with records.jsonl); name one run folder")
+    run = runs[0]
+    means = recorded_counts(run)
+    if not means:
+        raise ConfigError(f"{folder}: no records to measure counts from")
+    if length is None and len(means) > 1:
+        raise ConfigError(f"{folder}: records at lengths {', '.join(means)}; choose one with length=N")
+    key = str(length) if length is not None else next(iter(means))
+    if key not in means:
+        raise ConfigError(f"length={length}: no records at that length in {folder} (recorded: {', '.join(means)})")
+    n = sum(1 for r in run.records if str(r["length"]) == key)
+    counts = {k: v for k, v in means[key].items() if v is not None}
+    for k in ("length", "output_tokens"):  # integers in Eq. 12 (steps, predictions)
+        if k in counts:
+            counts[k] = round(counts[k])
+    basis = {COUNT_NAMES[k]: f"measured: mean of {n} record{'s' * (n != 1)} at length {key}" for k in counts}
+    return validate(OmegaConf.create(run.config)), counts, basis
 
 
 def _cost(argv: list[str]) -> int:
@@ -75,16 +131,28 @@ def _cost(argv: list[str]) -> int:
 
     from memexp.cli.help import reject_flags
     from memexp.core.compose import load_config
-    from memexp.costs.report import PAPER_OUTPUT_TOKENS, PAPER_QUESTION_TOKENS, cost_report, format_cost_table
+    from memexp.core.schema import ConfigError
+    from memexp.costs.report import MIB, cost_report, format_cost_table
 
     as_json = _pop_flag(argv, "--json")
-    length = _pop_int(argv, "length", 1_048_576)
-    question = _pop_int(argv, "question_tokens", PAPER_QUESTION_TOKENS)
-    output = _pop_int(argv, "output_tokens", PAPER_OUTPUT_TOKENS)
-    replay = _pop_int(argv, "replay_tokens", None)  # measured |R|; default the bound R * B
-    reject_flags(argv, "cost", "--json")
-    cfg = load_config(argv)
-    report = cost_report(cfg, length=length, question_tokens=question, output_tokens=output, replay_tokens=replay)
+    given = {name: v for name in COST_OPTIONS if (v := _pop_count(argv, name)) is not None}
+    folder = argv.pop(0) if argv and "=" not in argv[0] and Path(argv[0]).is_dir() else None
+    reject_flags(argv, "cost", "--json, " + ", ".join("--" + n.replace("_", "-") for n in COST_OPTIONS))
+    counts: dict = {"length": 1_048_576}
+    basis: dict[str, str] = {}
+    if folder is None:
+        cfg = load_config(argv)
+    else:  # the run's own configuration, at its records' means; given options still win
+        if argv:
+            raise ConfigError(f"{argv[0]}: with a run folder the configuration is the run's own; cost takes "
+                              f"only its options there (`python -m memexp cost --help`)")
+        cfg, measured, basis = _recorded_counts(folder, given.pop("length", None))
+        counts.update(measured)
+    counts.update(given)
+    for name in given:  # a given count is labelled "given", even where the records measured it
+        basis.pop(COUNT_NAMES[name], None)
+    helper_mib = counts.pop("helper_mib", None)
+    report = cost_report(cfg, helper_bytes=None if helper_mib is None else helper_mib * MIB, basis=basis, **counts)
     print(json.dumps(report, indent=2) if as_json else format_cost_table(report))
     return 0
 

@@ -9,7 +9,7 @@ either adds nothing (registered with `adds_flops=False`, as Plain) or is reporte
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memexp.core.registry import METHODS, load_object
@@ -18,7 +18,8 @@ from memexp.core.registry import METHODS, load_object
 @dataclass(frozen=True)
 class Counts:
     """The token counts one question's costs are computed from; `assumed` names those that were not
-    recorded and were bounded instead."""
+    recorded and were bounded instead, and `basis` says per count how its bound was computed
+    ("bound: R·B = 2·64"), for `memexp cost` to print beside the figures that use it."""
 
     context: int
     question: float
@@ -28,6 +29,7 @@ class Counts:
     archived: float = 0.0
     probe: float | None = None
     assumed: tuple[str, ...] = ()
+    basis: dict[str, str] = field(default_factory=dict)
 
 
 class MethodCosts:

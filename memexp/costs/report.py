@@ -36,6 +36,17 @@ PAPER_QUESTION_TOKENS = 42
 PAPER_OUTPUT_TOKENS = 128
 PAPER_REPLAY_TOKENS = 107
 
+# How a count was obtained, the word before the colon of its `inputs.basis` entry: given on the command
+# line, measured (a run folder's mean), bounded by the method's settings (R·B, W·floor(T/C)), or
+# assumed (the paper's GDN setting, whatever the backbone's tokenizer).
+ASSUMED_QUESTION = (f"assumed: the paper's GDN questions, {PAPER_QUESTION_TOKENS} tokens (App. C.6); "
+                    f"other tokenizers differ")
+ASSUMED_OUTPUT = f"assumed: RULER's {PAPER_OUTPUT_TOKENS}-token answers"
+MEMEXP_HELPER = "memexp's own: the coordinate selection, J·d_rho int64 (App. C.7's implementation: 0.402 MiB)"
+# the symbols the table names the counts by, in the order it lists them
+SYMBOLS = {"context": "T", "question": "|Q|", "output": "|Y|", "replay": "|R|", "notes": "N_T", "archived": "U",
+           "helper": "M_helper"}
+
 
 def key_pairs(start: int, count: int, window: int | None = None) -> int:
     """(query, key) pairs when `count` tokens at positions start.. attend causally (each sees
@@ -93,22 +104,29 @@ def _costs(shapes: BackboneShapes, model: MethodCosts, cfg: Any, n: Counts, help
     }
 
 
-def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QUESTION_TOKENS,
-                output_tokens: int = PAPER_OUTPUT_TOKENS, replay_tokens: float | None = None,
+def cost_report(run_cfg: RunConfig, length: int, question_tokens: float | None = None,
+                output_tokens: int | None = None, replay_tokens: float | None = None,
                 notes: float | None = None, archived_tokens: float | None = None,
-                helper_bytes: float | None = None) -> dict[str, Any]:
+                helper_bytes: float | None = None, basis: dict[str, str] | None = None) -> dict[str, Any]:
     """Analytical FLOPs and persistent storage of `run_cfg` at `length` context tokens.
 
     Shapes come from the backbone's config without weights (memexp.backbones.shapes.shapes_for).
-    NoteBank counts that are not given are bounded (`inputs.assumed` lists which); pass the
-    recorded means to reproduce a measured setting. Precision is bf16 unless
-    backbone.dtype=float32. All figures are plain numbers (FLOPs, bytes) for `--json`.
+    |Q| and |Y| that are not given are the paper's GDN setting (PAPER_QUESTION_TOKENS,
+    PAPER_OUTPUT_TOKENS); NoteBank counts that are not given are bounded (`inputs.assumed` lists
+    which); pass the recorded means to reproduce a measured setting. `basis` labels the given counts
+    by where they came from ("measured: mean of 600 records"; default "given"); `inputs.basis` then
+    says for every count how it was obtained. Precision is bf16 unless backbone.dtype=float32. All
+    figures are plain numbers (FLOPs, bytes) for `--json`.
     """
     _check_counts(length=length, question_tokens=question_tokens, output_tokens=output_tokens,
                   replay_tokens=replay_tokens, notes=notes, archived_tokens=archived_tokens, helper_bytes=helper_bytes)
     shapes = shapes_for(run_cfg.backbone)
     model = method_costs(run_cfg.method.name)
-    n = model.counts(run_cfg.method, length, question_tokens, output_tokens, replay_tokens, notes, archived_tokens)
+    question = PAPER_QUESTION_TOKENS if question_tokens is None else question_tokens
+    output = PAPER_OUTPUT_TOKENS if output_tokens is None else output_tokens
+    n = model.counts(run_cfg.method, length, question, output, replay_tokens, notes, archived_tokens)
+    given = {"context": length, "question": question_tokens, "output": output_tokens, "replay": replay_tokens,
+             "notes": notes, "archived": archived_tokens, "helper": helper_bytes}
     report = {
         "backbone": {"name": run_cfg.backbone.name, "arch": shapes.arch, "source": shapes.source,
                      "layers": shapes.layers, "hidden_size": shapes.hidden_size, "vocab_size": shapes.vocab_size,
@@ -122,7 +140,23 @@ def cost_report(run_cfg: RunConfig, length: int, question_tokens: int = PAPER_QU
     report.update(sections)
     if not sections and not model.models_added_flops:
         report["note"] = f"added FLOPs of method {run_cfg.method.name!r} are not modelled; Plain figures only"
-    return {**report, **_costs(shapes, model, run_cfg.method, n, helper_bytes)}
+    costs = _costs(shapes, model, run_cfg.method, n, helper_bytes)
+    report["inputs"]["basis"] = _basis(given, basis or {}, n, has_archive=bool(costs["storage"]["archive"]))
+    return {**report, **costs}
+
+
+def _basis(given: dict[str, float | None], labels: dict[str, str], n: Counts, has_archive: bool) -> dict[str, str]:
+    """How each count of a report was obtained: the caller's label for a given one ("given" by
+    default), the method's bound for an unrecorded one, the paper's GDN setting for |Q| and |Y|;
+    NoteBank's counts only where the method bounded or was given them, the helper only with an archive."""
+    defaults = {"question": ASSUMED_QUESTION, "output": ASSUMED_OUTPUT, "helper": MEMEXP_HELPER, **n.basis}
+    out = {}
+    for name in SYMBOLS:
+        if given[name] is not None:
+            out[name] = labels.get(name, "given")
+        elif name in defaults and (name != "helper" or has_archive):
+            out[name] = defaults[name]
+    return out
 
 
 def record_costs(shapes: BackboneShapes, method: MethodConfig | None, tokens: dict,
@@ -183,33 +217,35 @@ def format_cost_table(report: dict[str, Any]) -> str:
                      f"J = {b['channels']} x d_k {b['d_k']}, vocab {b['vocab_size']})"),
         ("shapes from", b["source"]),
         ("method", ", ".join(f"{k}={v}" for k, v in report["method"].items())),
-        ("tokens", f"T = {i['context']:,}, |Q| = {i['question']}, |Y| = {i['output']}"
-                   + (f", |R| = {i['replay']:,.1f}, N_T = {i['notes']:,.1f}, U = {i['archived']:,.0f}"
-                      if report["flops"]["added"] else "")),
+        *_input_rows(i),
         ("", ""),
         ("backbone FLOPs / token (f_phi)", f"{f['backbone_per_token']:.4e}"),
         ("LM head FLOPs / token (h_phi)", f"{f['lm_head_per_token']:.4e}"),
     ]
     if f["attention_per_key"]:
         rows.append(("attention FLOPs / (query, key)", f"{f['attention_per_key']:.4e}"))
-    rows.append(("Plain FLOPs (Eq. 12)", format_flops(f["plain"])))
+    rows.append(("Plain FLOPs (Eq. 12)", format_flops(f["plain"]) + _used(i, "question", "output")))
     if f["added"]:
         for part in ("write", "route", "probe", "replay", "attention"):
             if f["added"][part]:
-                rows.append((f"  added: {part}", format_flops(f["added"][part])))
-        rows.append(("added FLOPs (Eq. 13)", format_flops(f["added"]["total"])))
-        rows.append(("added FLOPs ratio (Eq. 16)", f"{f['added_ratio_percent']:.4f} %"))
+                rows.append((f"  added: {part}", format_flops(f["added"][part]) + _used(i, *PART_INPUTS[part])))
+        every = ("question", "output", "replay", "notes")
+        rows.append(("added FLOPs (Eq. 13)", format_flops(f["added"]["total"]) + _used(i, *every)))
+        rows.append(("added FLOPs ratio (Eq. 16)", f"{f['added_ratio_percent']:.4f} %" + _used(i, *every)))
     rows += [("", ""), ("recurrent state", format_bytes(s["state"]["recurrent"])), ("conv state", format_bytes(s["state"]["conv"]))]
     if s["state"]["kv"]:
         rows.append(("KV cache", format_bytes(s["state"]["kv"])))
     a = s["archive"]
     if a:
-        rows += [("note addresses (device)", format_bytes(a["device_addresses"])),
-                 ("helper tensors (device)", format_bytes(a["device_helpers"])),
-                 ("  device archive total", format_bytes(a["device_addresses"] + a["device_helpers"])),
-                 ("token ids + span metadata (host)", format_bytes(a["host_token_ids"] + a["host_metadata"]))]
-    rows += [("persistent storage (Eq. 20)", format_bytes(s["total"])),
-             ("matched full-MHA KV cache (Eq. 17)", format_bytes(s["mha_kv_cache"]))]
+        rows += [("note addresses (device)", format_bytes(a["device_addresses"]) + _used(i, "notes")),
+                 ("helper tensors (device)", format_bytes(a["device_helpers"]) + _used(i, "helper")),
+                 ("  device archive total", format_bytes(a["device_addresses"] + a["device_helpers"])
+                  + _used(i, "notes", "helper")),
+                 ("token ids + span metadata (host)", format_bytes(a["host_token_ids"] + a["host_metadata"])
+                  + _used(i, "archived", "notes"))]
+    kv = ("question",) if s["state"]["kv"] else ()
+    rows += [("persistent storage (Eq. 20)", format_bytes(s["total"]) + _used(i, *kv, "notes", "archived", "helper")),
+             ("matched full-MHA KV cache (Eq. 17)", format_bytes(s["mha_kv_cache"]) + _used(i, "question"))]
     if s["mha_over_total"]:
         rows.append(("MHA cache / persistent storage", f"{s['mha_over_total']:,.0f} x"))
     rows += method_costs(report["method"]["name"]).table_rows(report)
@@ -219,6 +255,40 @@ def format_cost_table(report: dict[str, Any]) -> str:
         rows.append(("note", report["note"]))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" if k else "" for k, v in rows)
+
+
+# the counts each added-FLOPs part is computed from besides T (Eqs. 13-15)
+PART_INPUTS = {"write": (), "route": ("question", "notes"), "probe": ("question",), "replay": ("replay",),
+               "attention": ("question", "replay", "output")}
+
+
+def count_text(value: float) -> str:
+    """A count as the table prints it: 4,096 or 4,092.3 (a mean keeps its decimals)."""
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
+def _value(i: dict[str, Any], name: str) -> str:
+    return count_text(i[name])
+
+
+def _input_rows(i: dict[str, Any]) -> list[tuple[str, str]]:
+    """One row per count the figures use: its value and how it was obtained (`inputs.basis`)."""
+    basis = i.get("basis", {})
+    rows = [("tokens", f"T = {i['context']:,} ({basis.get('context', 'given')})")]
+    for name, how in basis.items():
+        if name not in ("context", "helper"):
+            rows.append((f"  {SYMBOLS[name]}", f"{_value(i, name)} ({how})"))
+    if "helper" in basis:
+        rows.append(("  M_helper", basis["helper"]))
+    return rows
+
+
+def _used(i: dict[str, Any], *names: str) -> str:
+    """Beside a figure: the counts it used and whether each was given, measured, bounded or assumed."""
+    basis = i.get("basis", {})
+    used = [f"{SYMBOLS[n]} {_value(i, n) + ' ' if n != 'helper' else ''}{basis[n].split(':')[0]}"
+            for n in names if n in basis]
+    return f"   [{', '.join(used)}]" if used else ""
 
 
 def _check_counts(**counts: float | None) -> None:

@@ -68,7 +68,7 @@ def test_cost_reproduces_the_paper_at_1m_context(gdn_cfg):
     """`cost backbone=gdn method=notebank length=1048576` with the paper's question and
     answer lengths and replay (|Q| = 42, |Y| = 128, |R| = 107: see memexp.costs.report for how they
     follow from the paper's own figures) and its helper size M_helper = 0.402 MiB; notes are
-    bounded by W ceil(T/C) = 2 x 2048 = 4096 full-length notes (U = 4096 x 64).
+    bounded by W floor(T/C) = 2 x 2048 = 4096 full-length notes (U = 4096 x 64).
 
     FLOPs (Eqs. 12-16): Plain (T + 42 + 127) f + 128 h = 2892.9 TFLOPs; added = write
     310.0 G (6TJd_k dominates: 6 x 2^20 x 192 x 256) + route 1.095 G + (42 + 107) f = 411.0 G
@@ -90,7 +90,7 @@ def test_cost_reproduces_the_paper_at_1m_context(gdn_cfg):
     assert r["storage"]["total"] / MIB == pytest.approx(74.5, rel=0.005)
     assert r["storage"]["mha_kv_cache"] / GIB == pytest.approx(192, rel=0.001)
     assert 2600 <= r["storage"]["mha_over_total"] <= 2650
-    assert r["inputs"]["assumed"] == ["notes = W * ceil(T / C)", "archived tokens = notes * B"]
+    assert r["inputs"]["assumed"] == ["notes = W * floor(T / C)", "archived tokens = notes * B"]
 
 
 def test_recorded_means_reproduce_eqs_18_to_21(gdn_cfg):

@@ -10,7 +10,7 @@ import pytest
 from memexp.report import figures as fg
 from memexp.results.runs import added_flops_percent, find_runs
 
-RULER = ["bench=ruler", "bench.tasks=[niah_single_1]", "bench.lengths=[512,1024]"]
+RULER = ["bench=ruler", "bench.tasks=[niah_single_1]", "bench.lengths=[1024,2048]"]
 
 
 @pytest.fixture

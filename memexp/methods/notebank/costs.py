@@ -9,7 +9,7 @@ from typing import Any
 
 from memexp.backbones.shapes import BackboneShapes
 from memexp.costs.method import Counts, MethodCosts
-from memexp.costs.report import key_pairs
+from memexp.costs.report import count_text, key_pairs
 from memexp.methods.notebank.config import NoteBankConfig
 
 
@@ -81,22 +81,36 @@ def notebank_storage(shapes: BackboneShapes, nb: NoteBankConfig, notes: float, a
             "host_token_ids": 4.0 * archived_tokens, "host_metadata": 24.0 * notes}
 
 
+def written_chunks(nb: NoteBankConfig, context: int) -> tuple[int, str]:
+    """The chunks that write notes, and how they were counted: only complete chunks write (Eq. 7: a
+    chunk is written once it holds C tokens), floor(T/C); with method.write_tail the incomplete last
+    chunk is written too, ceil(T/C)."""
+    if nb.write_tail:
+        return math.ceil(context / nb.chunk_size), "ceil"
+    return context // nb.chunk_size, "floor"
+
+
 class NoteBankCosts(MethodCosts):
     def counts(self, nb: NoteBankConfig, context: int, question: float, output: int, replay: float | None,
                notes: float | None, archived: float | None, probe: float | None = None) -> Counts:
-        """Unrecorded counts filled with their bounds: W notes per chunk, full-length notes (B tokens),
-        R notes replayed in full (|R| <= R B)."""
-        assumed = []
+        """Unrecorded counts filled with their bounds: W notes per written chunk, full-length notes
+        (B tokens), R notes replayed in full (|R| <= R B)."""
+        assumed, basis = [], {}
         if notes is None:
-            notes = nb.write_budget * math.ceil(context / nb.chunk_size)
-            assumed.append("notes = W * ceil(T / C)")
+            chunks, rounding = written_chunks(nb, context)
+            notes = nb.write_budget * chunks
+            assumed.append(f"notes = W * {rounding}(T / C)")
+            basis["notes"] = f"bound: W·{rounding}(T/C) = {nb.write_budget}·{chunks:,}"
         if archived is None:
             archived = notes * nb.span_budget
             assumed.append("archived tokens = notes * B")
+            basis["archived"] = f"bound: N_T·B = {count_text(notes)}·{nb.span_budget}"
         if replay is None:
             replay = min(nb.replay_budget, notes) * nb.span_budget
             assumed.append("replay tokens = R * B")
-        return Counts(context, question, output, float(replay), float(notes), float(archived), probe, tuple(assumed))
+            basis["replay"] = f"bound: R·B = {count_text(min(nb.replay_budget, notes))}·{nb.span_budget}"
+        return Counts(context, question, output, float(replay), float(notes), float(archived), probe, tuple(assumed),
+                      basis)
 
     def describe(self, shapes: BackboneShapes, nb: NoteBankConfig) -> dict[str, Any]:
         return {"C": nb.chunk_size, "W": nb.write_budget, "B": nb.span_budget, "R": nb.replay_budget,
