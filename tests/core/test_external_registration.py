@@ -136,7 +136,7 @@ UNKNOWN = [
     (["backbone.arch=gnd"], "backbone.arch='gnd': did you mean gdn? allowed values are gdn, gdn2, llama, mamba2, "
                             "qwen35"),
     (["method=nootbank"], "method=nootbank: did you mean notebank? allowed values are clean_start, infllm, jrt, "
-                          "notebank, notebank_top1, plain, titan, titan_segmented"),
+                          "notebank, plain, titan, titan_segmented"),
     (["method.name=jtr"], "method.name='jtr': did you mean jrt? allowed values are clean_start, infllm, jrt, "
                           "notebank, plain, titan, titan_segmented"),
     (["method.router=bm52"], "method.router='bm52': did you mean bm25? allowed values are bge, bm25, embedding, "

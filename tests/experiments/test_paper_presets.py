@@ -43,12 +43,12 @@ PAPER = {
     "paper_longbench_mamba2": {  # Table 1 / 5: top-4 on Mamba-2, C = 256
         "jobs": {("mamba2", m, None) for m in ("plain", "jrt", "notebank")},
         "R": 4, "bench": {"name": "longbench", "tasks": LONGBENCH12, "num_samples": 30, "max_length": None}},
-    "paper_memoryagentbench_mamba2_8b": {  # Tables 2 / 6: Plain, clean start, NB-TF top-4 and top-1
+    "paper_memoryagentbench_mamba2_8b": {  # Tables 2 / 6: Plain, clean start, NB-TF top-4 (top-1 by override)
         "jobs": {("mamba2_8b", m, None) for m in ("plain", "clean_start", "notebank")},
-        "grid": {(64, 4), (64, 1)}, "bench": {"name": "memoryagentbench", "n_tasks": MAB11, "input_length_limit": None}},
-    "paper_memoryagentbench_qwen35": {  # Tables 2 / 6: Plain, NB-TF top-4 and top-1
+        "R": 4, "bench": {"name": "memoryagentbench", "n_tasks": MAB11, "input_length_limit": None}},
+    "paper_memoryagentbench_qwen35": {  # Tables 2 / 6: Plain, NB-TF top-4 (top-1 by override)
         "jobs": {("qwen35_9b", m, None) for m in ("plain", "notebank")},
-        "grid": {(64, 4), (64, 1)}, "bench": {"name": "memoryagentbench", "n_tasks": MAB11, "input_length_limit": None}},
+        "R": 4, "bench": {"name": "memoryagentbench", "n_tasks": MAB11, "input_length_limit": None}},
     "paper_longbench_v2_qwen35": {  # Table 2 / App. C.2: top-8, keep what fits, greedy to 32,768, chat
         "jobs": {("qwen35_9b", m, None) for m in ("plain", "notebank")},
         "R": 8, "chat": True,
@@ -213,21 +213,10 @@ def test_a_command_line_value_replaces_the_presets_sweep():
     assert len(points) == 2  # the router given on the command line replaces the four of the sweep
 
 
-@pytest.mark.parametrize("name,rows", [
-    # Table 6's rows (method, R, C, state rescale before the answer), from the paper (App. C.3, Sec. 4.3)
-    ("paper_memoryagentbench_mamba2_8b", {("plain", None, None, None), ("clean_start", None, None, 0.0),
-                                          ("notebank", 4, 256, 0.0), ("notebank", 1, 256, 0.0)}),
-    ("paper_memoryagentbench_qwen35", {("plain", None, None, None), ("notebank", 4, 512, None),
-                                       ("notebank", 1, 512, None)}),
-])
-def test_table_6_is_one_command(name, rows):
-    """The preset's one multirun command holds every row of Table 6 for its backbone, top-1 included."""
-    from memexp.cli.app import preflight
-
-    cfgs = preflight([f"experiment={name}"], multirun=True, files=False)
-    got = [(c.method.name, getattr(c.method, "replay_budget", None), getattr(c.method, "chunk_size", None),
-            c.method.rescale) for c in cfgs]
-    assert len(got) == len(rows) and set(got) == rows
+def test_the_r1_rows_of_table_6_are_one_override_away(tmp_path):
+    cfg = load_config(["experiment=paper_memoryagentbench_mamba2_8b", "method=notebank", "method.replay_budget=1",
+                       f"backbone.pretrained={tmp_path}"])  # the converted 8B checkpoint's folder
+    assert (cfg.method.replay_budget, cfg.method.chunk_size, cfg.method.rescale) == (1, 256, 0.0)
 
 
 def paper_files() -> list[Path]:

@@ -46,19 +46,3 @@ def test_hydra_composes_the_backbone_override_into_the_method_group():
         cfg = compose("config", overrides=["method=notebank", "method_for_backbone=notebank_mamba2"])
     method = _build(NoteBankConfig, cfg.method, "method")
     assert method.chunk_size == 256 and method.rescale == 0.0 and method.window == 48
-
-
-@pytest.mark.parametrize("backbone", sorted(p.stem.removeprefix("notebank_") for p in
-                                            (CONF / "method_for_backbone").glob("notebank_*.yaml")
-                                            if not p.stem.startswith("notebank_top1_")))
-def test_notebank_top1_is_notebank_at_r1_on_every_backbone(backbone):
-    """method=notebank_top1 keeps each backbone's NoteBank settings (its twin file) and sets R = 1:
-    equal to method=notebank method.replay_budget=1."""
-    from memexp.core.compose import load_config
-    from memexp.core.schema import without_file_checks
-
-    assert (CONF / "method_for_backbone" / f"notebank_top1_{backbone}.yaml").is_file()
-    with without_file_checks():
-        top1 = load_config([f"backbone={backbone}", "method=notebank_top1"]).method
-        notebank = load_config([f"backbone={backbone}", "method=notebank", "method.replay_budget=1"]).method
-    assert top1 == notebank and top1.replay_budget == 1
