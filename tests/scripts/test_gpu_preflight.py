@@ -84,12 +84,3 @@ ref_votes, ref_best, ref_scores = route_votes_reference(a, q)
 assert torch.allclose(scores, ref_scores, atol=1e-5) and torch.equal(best, ref_best)
 print("interpreter ok")
 """
-
-
-@pytest.mark.slow
-def test_gdn_chunk_kernels_compile_for_both_targets(tmp_path):
-    """The 1.3B GDN's FLA chunk kernels, forward and LoRA backward, every autotune config, sm_80 and sm_90."""
-    rc, table = preflight(tmp_path, "--backbones", "gdn", "--dtypes", "bf16", "--ops", "chunk", timeout=1800)
-    assert rc == 0, table
-    assert rows(table, "chunk_gated_delta_rule_fwd_kernel_h_blockdim64")
-    assert "sm_80:" in table and "sm_90:" in table
