@@ -3,7 +3,8 @@
 `gated_delta_rule` is the entry point: FLA's kernels for CUDA tensors when
 `memexp.kernels.dispatch.use_kernels` allows them (through `memexp.kernels.fla`, the call GDN-2's
 rule shares, which keeps backward-needing calls off FLA's fused-recurrent kernel), the PyTorch
-reference forms of reference.py everywhere else.
+reference forms of reference.py everywhere else, and for a backward FLA refuses on the GPU at hand
+(`fla_refuses_backward`: Hopper with Triton >= 3.4.0 and < 3.7.1).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from memexp.kernels.dispatch import use_kernels
-from memexp.kernels.fla import fla_delta_rule
+from memexp.kernels.fla import fla_delta_rule, fla_refuses_backward
 from memexp.kernels.gated_delta_rule.reference import chunk_gated_delta_rule_ref, recurrent_gated_delta_rule_ref
 from memexp.kernels.l2norm import l2_norm
 from memexp.kernels.recurrence import reference_form
@@ -46,7 +47,8 @@ def gated_delta_rule(
     Returns:
         o: [B, T, HV, V] in v's dtype; final state [B, HV, K, V] fp32 (None unless asked).
     """
-    if use_kernels(v, "fla"):
+    # a backward FLA refuses on this GPU and Triton (memexp.kernels.fla) takes the reference ops below
+    if not fla_refuses_backward("gated_delta_rule", q, k, v, g, beta) and use_kernels(v, "fla"):
         return fla_delta_rule("gated_delta_rule", q, k, v, {"g": g, "beta": beta}, scale, initial_state,
                               output_final_state, use_qk_l2norm)
     if use_qk_l2norm:

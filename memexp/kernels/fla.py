@@ -29,6 +29,29 @@ def needs_backward(*tensors: torch.Tensor) -> bool:
     return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
+def fla_refuses_backward_on(capability_major: int, triton_version: str, tilelang: bool) -> bool:
+    """Whether FLA raises in its gated chunk backward on a GPU of this compute capability with this
+    Triton: on Hopper (9.x) with Triton >= 3.4.0 and < 3.7.1, chunk_bwd_dqkwg gives wrong gradients
+    (FLA's issue 640), so FLA refuses it unless tilelang is installed to serve it instead."""
+    from packaging.version import Version
+
+    return capability_major == 9 and Version("3.4.0") <= Version(triton_version) < Version("3.7.1") and not tilelang
+
+
+def fla_refuses_backward(rule: str, *tensors: torch.Tensor) -> bool:
+    """A call of `rule` on CUDA `tensors` that needs a backward FLA would refuse (the GPU image's
+    Triton is 3.6.0, on H100 and H200; scripts/check/gpu_preflight.py found it): such a call takes
+    memexp's reference ops instead, which are correct, only slower. GDN-2's rule is not refused."""
+    if rule != "gated_delta_rule" or not tensors[0].is_cuda or not needs_backward(*tensors):
+        return False
+    import importlib.metadata
+    import importlib.util
+
+    major = torch.cuda.get_device_capability(tensors[0].device)[0]
+    return fla_refuses_backward_on(major, importlib.metadata.version("triton"),
+                                   importlib.util.find_spec("tilelang") is not None)
+
+
 def fla_kernel_name(rule: str, length: int, *tensors: torch.Tensor) -> str:
     """The FLA kernel a call of `rule` over `length` tokens on `tensors` runs: fused-recurrent for
     short inputs that need no backward, chunk otherwise."""

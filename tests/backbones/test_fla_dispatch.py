@@ -113,3 +113,34 @@ def test_without_the_guard_training_would_hit_the_missing_backward(arch, monkeyp
     assert calls[0] == f"{rule}.fused_recurrent:12"
     with pytest.raises(NotImplementedError):
         loss.backward()
+
+
+@pytest.mark.parametrize("major,triton_version,tilelang,refused", [
+    (9, "3.6.0", False, True),  # the GPU image (H100, H200): FLA raises in chunk_bwd_dqkwg
+    (9, "3.4.0", False, True),
+    (9, "3.7.1", False, False),  # fixed in Triton
+    (9, "3.3.1", False, False),
+    (9, "3.6.0", True, False),  # tilelang serves that backward
+    (8, "3.6.0", False, False),  # A100: not affected
+])
+def test_fla_refuses_the_gated_backward_only_on_hopper_with_an_affected_triton(major, triton_version, tilelang,
+                                                                               refused):
+    """FLA's condition (fla/ops/common/chunk_o.py: IS_NVIDIA_HOPPER, Triton >= 3.4.0 and < 3.7.1, no
+    tilelang), found by scripts/check/gpu_preflight.py under the GPU image's Triton 3.6.0."""
+    assert fla.fla_refuses_backward_on(major, triton_version, tilelang) is refused
+
+
+def test_a_backward_fla_refuses_takes_the_reference_ops(monkeypatch):
+    """With the refusal in force the rule never calls FLA, and its gradients are the reference's."""
+    import memexp.kernels.gated_delta_rule as gdr
+
+    def never(*args, **kwargs):
+        raise AssertionError("FLA called for a backward it refuses")
+
+    tensors = [t.requires_grad_() for t in rule_inputs("gated_delta_rule", 96)]
+    want, _ = gated_delta_rule(*tensors)
+    monkeypatch.setattr(gdr, "use_kernels", lambda *a, **k: True)
+    monkeypatch.setattr(gdr, "fla_delta_rule", never)
+    monkeypatch.setattr(gdr, "fla_refuses_backward", lambda rule, *t: True)
+    got, _ = gated_delta_rule(*tensors)
+    assert torch.equal(got, want)
