@@ -287,8 +287,9 @@ class RunConfig:
     wait_for_lock: bool = False  # another process holds the run folder: wait for it instead of stopping
     records_repair: bool = False  # move corrupt lines of records.jsonl to records.bad.jsonl and go on
     strict_data: bool = False  # a data row a loader would skip stops the run instead
-    # a sweep's jobs that differ only in how a read context is answered or written (R, B, W, the
-    # router, ...) read each context once in one process (memexp.run.groups); false: every job alone
+    # a sweep's jobs that differ only in fields their method declares answer- or writer-side
+    # (memexp.methods.read_identity) read each context once in one process (memexp.run.groups);
+    # false: every job alone
     share_reads: bool = True
     # the most memories (archives beside the shared state) one group of a sweep holds at once; a
     # larger group is refused before any model loads

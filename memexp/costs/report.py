@@ -267,17 +267,13 @@ def count_text(value: float) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
-def _value(i: dict[str, Any], name: str) -> str:
-    return count_text(i[name])
-
-
 def _input_rows(i: dict[str, Any]) -> list[tuple[str, str]]:
     """One row per count the figures use: its value and how it was obtained (`inputs.basis`)."""
     basis = i.get("basis", {})
     rows = [("tokens", f"T = {i['context']:,} ({basis.get('context', 'given')})")]
     for name, how in basis.items():
         if name not in ("context", "helper"):
-            rows.append((f"  {SYMBOLS[name]}", f"{_value(i, name)} ({how})"))
+            rows.append((f"  {SYMBOLS[name]}", f"{count_text(i[name])} ({how})"))
     if "helper" in basis:
         rows.append(("  M_helper", basis["helper"]))
     return rows
@@ -286,7 +282,7 @@ def _input_rows(i: dict[str, Any]) -> list[tuple[str, str]]:
 def _used(i: dict[str, Any], *names: str) -> str:
     """Beside a figure: the counts it used and whether each was given, measured, bounded or assumed."""
     basis = i.get("basis", {})
-    used = [f"{SYMBOLS[n]} {_value(i, n) + ' ' if n != 'helper' else ''}{basis[n].split(':')[0]}"
+    used = [f"{SYMBOLS[n]} {count_text(i[n]) + ' ' if n != 'helper' else ''}{basis[n].split(':')[0]}"
             for n in names if n in basis]
     return f"   [{', '.join(used)}]" if used else ""
 

@@ -11,7 +11,7 @@ undeclared field only costs a shared read, never a wrong one):
   answer fields) share one forward pass, each writing its own memory (`Method.read_shared`;
   `pass_identity`).
 - `backbone_fields`: fields among those two that change the loaded backbone at `prepare` (a read
-  adapter): configurations must agree on them to share one loaded backbone.
+  adapter): a configuration that sets one prepares a backbone of its own (memexp.run.groups).
 
 The method's implementation (the registry target), not its name, is part of the identity: Plain
 and its clean start run one class, so they share a read (`clean_start` differs only in `rescale`).
@@ -64,12 +64,3 @@ def pass_identity(method_cfg: Any) -> dict[str, Any]:
     """What the backbone's pass over a context depends on: configurations with equal pass
     identities can read in one pass (`Method.read_shared`) though their read identities differ."""
     return _identity(method_cfg, answer_fields(method_cfg.name) + writer_fields(method_cfg.name))
-
-
-def load_identity(method_cfg: Any) -> dict[str, Any]:
-    """What must agree for configurations to share one prepared backbone: the pass identity and
-    every backbone field."""
-    name = method_cfg.name
-    kept = set(backbone_fields(name))
-    left_out = tuple(f for f in answer_fields(name) + writer_fields(name) if f not in kept)
-    return _identity(method_cfg, left_out)

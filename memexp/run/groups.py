@@ -2,7 +2,7 @@
 
 Jobs join one group when they could run in one process on one loaded backbone and one pass over
 each context: every field agrees except the method's answer and writer fields
-(memexp.methods.read_identity), and even those agree where they change the loaded backbone. Inside a
+(memexp.methods.read_identity), and none changes the loaded backbone (a read adapter). Inside a
 group, jobs with equal read identities use one memory; the others take theirs from the same pass
 (`Method.read_shared`). Each job keeps its own run folder, key, lock, records and summary
 (memexp.run.runner.run_group), so a group changes where reading happens, never what is recorded.
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from memexp.core.schema import ConfigError, RunConfig
-from memexp.methods.read_identity import backbone_fields, load_identity, read_identity
+from memexp.methods.read_identity import backbone_fields, pass_identity, read_identity
 
 
 def _canonical(value: Any) -> str:
@@ -24,9 +24,10 @@ def _canonical(value: Any) -> str:
 
 
 def group_key(cfg: RunConfig) -> str:
-    """Equal for jobs that may share one backbone and one pass per context."""
+    """Equal for jobs that may share one backbone and one pass per context (a job that sets a
+    backbone field is never grouped: `shares_backbone`)."""
     fields = asdict(cfg)
-    fields["method"] = load_identity(cfg.method)
+    fields["method"] = pass_identity(cfg.method)
     return _canonical(fields)
 
 

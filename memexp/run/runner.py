@@ -79,7 +79,7 @@ def run_group(cfgs: list[RunConfig], sweep_group: str | None = None,
                 for cfg, folder, (_, ident) in zip(cfgs, folders, keyed):
                     folder.prepare(asdict(cfg))
                     write_provenance(folder.path, ident)
-                jobs = [Job(cfg, folder, method, label) for cfg, folder, method, label in
+                jobs = [Job(cfg, folder, method, read_key(cfg), label) for cfg, folder, method, label in
                         zip(cfgs, folders, methods, labels)]
                 return _run_in(jobs, backbone, bench, sweep_group, skipped)
         except BaseException as e:
@@ -119,9 +119,11 @@ class Job:
     cfg: RunConfig
     folder: RunFolder
     method: Method
+    read_key: str  # equal for the jobs whose reads give equal memories (memexp.run.groups.read_key)
     labels: list[str] | None = None
     done_keys: set = field(default_factory=set)
     records: list[Record] = field(default_factory=list)
+    recorded_before: int = 0  # records on disk when this process started
     costs: Any = None
     sink: Any = None
 
@@ -134,7 +136,7 @@ def _run_in(jobs: list[Job], backbone, bench: Benchmark, sweep_group: str | None
     cfg = jobs[0].cfg  # the fields below agree across a group (memexp.run.groups.group_key)
     for job in jobs:
         done = job.folder.records(repair=job.cfg.records_repair)
-        job.done_keys, job.records = {r.key for r in done}, list(done)
+        job.done_keys, job.records, job.recorded_before = {r.key for r in done}, list(done), len(done)
         print(f"[memexp] run folder: {job.folder.path} ({len(done)} questions already recorded)", file=sys.stderr)
     if len(jobs) > 1:
         print(f"[memexp] {describe_group([j.cfg for j in jobs], _state_bytes(backbone, cfg))}", file=sys.stderr)
@@ -151,7 +153,6 @@ def _run_in(jobs: list[Job], backbone, bench: Benchmark, sweep_group: str | None
         job.folder.write_text("expected_examples.txt", f"{expected}\n")  # for `memexp status` while the run goes on
     if cfg.max_examples is not None:
         examples, total = itertools.islice(examples, cfg.max_examples), min(total, cfg.max_examples)
-    recorded_before = {id(job): len(job.records) for job in jobs}
     for job in jobs:
         job.costs = record_costs_fn(job.cfg, backbone)
         job.sink = make_sink(job.cfg.logger, job.folder.path, asdict(job.cfg), group=sweep_group,
@@ -166,6 +167,9 @@ def _run_in(jobs: list[Job], backbone, bench: Benchmark, sweep_group: str | None
             seen["examples"] += 1
             seen["questions"] += len(ex.questions)
             pending = [job for job in jobs if job.needs(ex)]
+            if not pending:  # every job recorded it: not even tokenized
+                bar.update(1)
+                continue
             for job, rec in answer_jobs(ex, backbone, bench, pending, cfg.backbone.chat):
                 job.folder.append(rec)
                 job.records.append(rec)
@@ -179,8 +183,8 @@ def _run_in(jobs: list[Job], backbone, bench: Benchmark, sweep_group: str | None
         for job in jobs:
             summary = _summary(job.records, bench, seen)
             # a smoke run over a finished folder that recorded nothing new keeps the whole run's summary
-            kept = _complete_summary(job.folder, recorded_before[id(job)]) \
-                if cfg.max_examples is not None and len(job.records) == recorded_before[id(job)] else None
+            kept = _complete_summary(job.folder, job.recorded_before) \
+                if cfg.max_examples is not None and len(job.records) == job.recorded_before else None
             if kept is not None:
                 summary = kept
             else:
@@ -262,14 +266,15 @@ def run_example(ex: Example, backbone, method, bench: Benchmark, done_keys: froz
                 costs=None, chat: bool = False) -> Iterator[Record]:
     """Read the example's context once, answer each question not in `done_keys` from the
     retained memory, and yield one scored record per question."""
-    job = SimpleNamespace(method=method, done_keys=done_keys, costs=costs)
+    job = SimpleNamespace(method=method, done_keys=done_keys, costs=costs, read_key="")
     for _, rec in answer_jobs(ex, backbone, bench, [job], chat):
         yield rec
 
 
 def answer_jobs(ex: Example, backbone, bench: Benchmark, jobs: list, chat: bool = False) -> Iterator[tuple]:
-    """Read the example's context once for `jobs` (each with `.method`, `.done_keys`, `.costs`; in
-    one group, memexp.run.groups) and yield (job, record) for each question a job has not recorded.
+    """Read the example's context once for `jobs` (each with `.method`, `.read_key`, `.done_keys`,
+    `.costs`; in one group, memexp.run.groups) and yield (job, record) for each question a job has
+    not recorded.
 
     Jobs whose reads are equal (memexp.methods.read_identity) answer from one memory; the others of
     a pass take theirs from one `Method.read_shared`. Each job's record is the one its own run
@@ -281,13 +286,13 @@ def answer_jobs(ex: Example, backbone, bench: Benchmark, jobs: list, chat: bool 
     context_ids = feed.context_ids(ex.context, ex.system, ex.bos)
     readers: dict[str, Any] = {}  # read key -> the first job's method with that read
     for job in jobs:
-        readers.setdefault(_read_key(job), job.method)
+        readers.setdefault(job.read_key, job.method)
     t0 = time.perf_counter()
     methods = list(readers.values())
     memories = dict(zip(readers, type(methods[0]).read_shared(backbone, context_ids, methods))) if methods else {}
     read_seconds = time.perf_counter() - t0
     for job in jobs:
-        memory = memories[_read_key(job)]
+        memory = memories[job.read_key]
         for q in ex.questions:
             if (ex.id, q.id) in job.done_keys:
                 continue
@@ -304,12 +309,6 @@ def answer_jobs(ex: Example, backbone, bench: Benchmark, jobs: list, chat: bool 
             if job.costs is not None:
                 rec.costs = job.costs(rec.tokens, memory.stats)
             yield job, rec
-
-
-def _read_key(job) -> str:
-    """Jobs of a group with equal keys read equal memories; a job outside a group reads its own."""
-    cfg = getattr(job, "cfg", None)
-    return read_key(cfg) if cfg is not None else str(id(job))
 
 
 def answer_record(ex: Example, q: Question, prediction: str, score: float, context_tokens: int,
